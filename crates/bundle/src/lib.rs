@@ -1,0 +1,620 @@
+//! The llmprof run bundle: the one contract between capture/ingest, analysis, the site and the
+//! WASM viewer.
+//!
+//! Every crate reads and writes only these types, and this crate has no I/O-heavy or GPU
+//! dependency so that it compiles for `wasm32-unknown-unknown` and the viewer deserializes the
+//! very same structs.
+//!
+//! # On disk
+//!
+//! A run is a directory `runs/<run-id>/` holding
+//!
+//! * `bundle.json`: one [`Bundle`], pretty-printed JSON;
+//! * `timeline.json`: one [`Timeline`] (present when [`Bundle::timeline`] is `Some`), kept apart
+//!   because it grows with the number of kernels while everything in `bundle.json` grows with the
+//!   number of *distinct* kernels, stages and operators.
+//!
+//! # Conventions
+//!
+//! * **Time** is integer nanoseconds (`*_ns`, `i64`/`u64`). Absolute timestamps are on the
+//!   source's own clock (Nsight Systems' session clock, or the PyTorch profiler's microsecond
+//!   clock converted exactly to ns); the timeline stores them relative to [`Timeline::t0_ns`].
+//!   Floats appear only for means, medians, standard deviations and percentages.
+//! * **Means and medians** follow `nsys stats`: the median of an even count is the mean of the two
+//!   middle values; the standard deviation is the sample standard deviation (n − 1), 0 for n = 1.
+//! * **Percentages** are 0–100, never 0–1.
+//! * **Names** are kept exactly as the source prints them: kernel names are the demangled names
+//!   `nsys stats -r cuda_gpu_kern_sum` prints, stage names are the NVTX or `record_function`
+//!   text without the domain prefix.
+//!
+//! # Top-level fields of `bundle.json`
+//!
+//! | field | type | what it holds |
+//! |---|---|---|
+//! | `schema_version` | integer | [`SCHEMA_VERSION`]; bumped on any incompatible change, with a migration note below |
+//! | `run_id` | string | the directory name under `runs/` |
+//! | `label` | string? | the user's `--label` |
+//! | `llmprof_version` | string | the version of llmprof that wrote the bundle |
+//! | `captured_at` | string? | UTC time the profile started (RFC 3339), from the inputs |
+//! | `inputs[]` | [`InputFile`] | every file ingested, with its kind and size |
+//! | `timing_source` | string? | `"nsys"` or `"kineto"`: which input `stages`, `kernels` and the timeline come from |
+//! | `device` | [`Device`]? | the GPU as the inputs reveal it |
+//! | `environment` | [`Environment`] | driver, CUDA, CUPTI, OS, CPU and tool versions |
+//! | `model` | [`ModelInfo`]? | the Hugging Face `config.json` given with `--model-config` |
+//! | `totals` | [`Totals`] | whole-run GPU totals |
+//! | `stages[]` | [`Stage`] | every NVTX range / `record_function` annotation, with its instances |
+//! | `kernels[]` | [`Kernel`] | per distinct kernel name (and one row per memcpy kind and for memset) |
+//! | `operators[]` | [`Operator`] | PyTorch operators (PyTorch profiler input only) |
+//! | `ncu[]` | [`NcuKernel`] | Nsight Compute per-kernel metrics, joined to `kernels[]` |
+//! | `timeline` | [`TimelineInfo`]? | how to find `timeline.json` and what it holds |
+//! | `diagnostics[]` | [`Diagnostic`] | each class of skipped or doubtful input, with a count and an example |
+//!
+//! ## Self and inclusive columns
+//!
+//! * [`Stage::wall_ns`] is inclusive of nested stages (it is the range's duration), as in
+//!   `nsys stats -r nvtx_sum`. A GPU op counts toward *every* stage whose range encloses the
+//!   call that launched it, so a parent stage's `gpu_ops` includes its children's. Never add
+//!   stage rows up; use [`Totals`] for whole-run numbers.
+//! * [`Operator::cpu_total_ns`] and [`Operator::device_ns`] are inclusive (an operator's children
+//!   included); [`Operator::cpu_self_ns`] and [`Operator::device_self_ns`] are exclusive. Only the
+//!   self columns add up across rows: the sum of `device_self_ns` over all operators is the
+//!   kernel time that operators launched. A nested call of an operator with the same name as
+//!   one of its ancestors is not counted again in the inclusive columns.
+//!
+//! # Migration notes
+//!
+//! * Version 1: first version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+mod stats;
+mod summary;
+mod timeline;
+
+pub use stats::Distribution;
+pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
+pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
+
+/// Version of the `bundle.json` / `timeline.json` format written by this crate.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// File name of the bundle inside a run directory.
+pub const BUNDLE_FILE: &str = "bundle.json";
+/// File name of the timeline side file inside a run directory.
+pub const TIMELINE_FILE: &str = "timeline.json";
+
+/// One profiled run, normalized from whatever tools produced it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bundle {
+    pub schema_version: u32,
+    pub run_id: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    pub llmprof_version: String,
+    #[serde(default)]
+    pub captured_at: Option<String>,
+    #[serde(default)]
+    pub inputs: Vec<InputFile>,
+    #[serde(default)]
+    pub timing_source: Option<Source>,
+    #[serde(default)]
+    pub device: Option<Device>,
+    #[serde(default)]
+    pub environment: Environment,
+    #[serde(default)]
+    pub model: Option<ModelInfo>,
+    #[serde(default)]
+    pub totals: Totals,
+    #[serde(default)]
+    pub stages: Vec<Stage>,
+    #[serde(default)]
+    pub kernels: Vec<Kernel>,
+    #[serde(default)]
+    pub operators: Vec<Operator>,
+    #[serde(default)]
+    pub ncu: Vec<NcuKernel>,
+    #[serde(default)]
+    pub timeline: Option<TimelineInfo>,
+    #[serde(default)]
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Bundle {
+    /// An empty bundle of the current schema version.
+    pub fn new(run_id: impl Into<String>) -> Self {
+        Bundle {
+            schema_version: SCHEMA_VERSION,
+            run_id: run_id.into(),
+            label: None,
+            llmprof_version: String::new(),
+            captured_at: None,
+            inputs: Vec::new(),
+            timing_source: None,
+            device: None,
+            environment: Environment::default(),
+            model: None,
+            totals: Totals::default(),
+            stages: Vec::new(),
+            kernels: Vec::new(),
+            operators: Vec::new(),
+            ncu: Vec::new(),
+            timeline: None,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Parses `bundle.json` text, refusing bundles written by a newer llmprof.
+    pub fn from_json(text: &str) -> Result<Bundle, BundleError> {
+        let probe: VersionProbe = serde_json::from_str(text).map_err(BundleError::Json)?;
+        if probe.schema_version > SCHEMA_VERSION {
+            return Err(BundleError::TooNew {
+                found: probe.schema_version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        serde_json::from_str(text).map_err(BundleError::Json)
+    }
+
+    /// The stage with this id, if any.
+    pub fn stage(&self, id: u32) -> Option<&Stage> {
+        self.stages.get(id as usize)
+    }
+}
+
+#[derive(Deserialize)]
+struct VersionProbe {
+    schema_version: u32,
+}
+
+/// Why a `bundle.json` could not be read.
+#[derive(Debug)]
+pub enum BundleError {
+    Json(serde_json::Error),
+    TooNew { found: u32, supported: u32 },
+}
+
+impl std::fmt::Display for BundleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BundleError::Json(e) => write!(f, "not a valid llmprof bundle: {e}"),
+            BundleError::TooNew { found, supported } => write!(
+                f,
+                "bundle schema version {found} is newer than this llmprof understands \
+                 ({supported}); upgrade llmprof"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BundleError {}
+
+/// The tool an input came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Nsight Systems SQLite export.
+    Nsys,
+    /// PyTorch profiler (Kineto) chrome trace.
+    Kineto,
+    /// Nsight Compute CSV.
+    Ncu,
+    /// Hugging Face `config.json`.
+    ModelConfig,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Nsys => "nsys",
+            Source::Kineto => "kineto",
+            Source::Ncu => "ncu",
+            Source::ModelConfig => "model_config",
+        }
+    }
+}
+
+/// One file that went into the bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputFile {
+    pub source: Source,
+    /// The path as given on the command line.
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// The GPU the run used, as the inputs reveal it. Fields the inputs do not reveal are `None`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    pub name: String,
+    #[serde(default)]
+    pub index: Option<u32>,
+    #[serde(default)]
+    pub uuid: Option<String>,
+    #[serde(default)]
+    pub chip: Option<String>,
+    /// `"9.0"` style.
+    #[serde(default)]
+    pub compute_capability: Option<String>,
+    #[serde(default)]
+    pub sm_count: Option<u32>,
+    #[serde(default)]
+    pub memory_bytes: Option<u64>,
+    /// Peak DRAM bandwidth as the driver reports it (bytes/s).
+    #[serde(default)]
+    pub memory_bandwidth_bytes_per_s: Option<u64>,
+    #[serde(default)]
+    pub sm_clock_max_hz: Option<u64>,
+    #[serde(default)]
+    pub memory_clock_max_hz: Option<u64>,
+    #[serde(default)]
+    pub l2_cache_bytes: Option<u64>,
+    #[serde(default)]
+    pub bus_location: Option<String>,
+    /// Which inputs described this device.
+    #[serde(default)]
+    pub sources: Vec<Source>,
+}
+
+/// Software and host facts the inputs reveal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    #[serde(default)]
+    pub driver_version: Option<String>,
+    /// CUDA driver API version, `"13.0"` style.
+    #[serde(default)]
+    pub cuda_driver_version: Option<String>,
+    #[serde(default)]
+    pub cuda_runtime_version: Option<String>,
+    #[serde(default)]
+    pub cupti_version: Option<String>,
+    #[serde(default)]
+    pub os: Option<String>,
+    #[serde(default)]
+    pub cpu: Option<String>,
+    #[serde(default)]
+    pub cpu_cores: Option<u32>,
+    #[serde(default)]
+    pub hostname: Option<String>,
+    /// Profiler tools and their versions, e.g. Nsight Systems, PyTorch profiler schema.
+    #[serde(default)]
+    pub tools: Vec<ToolInfo>,
+    /// `EXPORT_SCHEMA_VERSION` of the Nsight Systems SQLite export.
+    #[serde(default)]
+    pub nsys_export_schema: Option<String>,
+    /// The profiled program's command line, where the input records it.
+    #[serde(default)]
+    pub command: Option<String>,
+}
+
+/// A profiling tool and its version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// The model's Hugging Face `config.json`, kept whole for analysis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    #[serde(default)]
+    pub model_type: Option<String>,
+    /// Where the config came from (path as given).
+    pub source: String,
+    pub config: serde_json::Value,
+}
+
+/// Whole-run GPU totals over every GPU op in the timing source, attributed or not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub kernels: u64,
+    pub kernel_ns: u64,
+    pub memcpys: u64,
+    pub memcpy_ns: u64,
+    pub memsets: u64,
+    pub memset_ns: u64,
+    /// First GPU op start to last GPU op end.
+    pub gpu_span_ns: u64,
+    /// Union of all GPU op intervals (time at least one op ran).
+    pub gpu_busy_ns: u64,
+    /// GPU ops launched outside every stage.
+    pub unattributed_gpu_ops: u64,
+    /// Distinct CUDA streams that ran GPU ops.
+    pub streams: u32,
+}
+
+/// How a stage was marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageKind {
+    /// NVTX push/pop range (`nsys` style "PushPop").
+    PushPop,
+    /// NVTX start/end range (`nsys` style "StartEnd").
+    StartEnd,
+    /// PyTorch `record_function` annotation (`user_annotation` in the trace).
+    Annotation,
+}
+
+/// One NVTX range name (or `record_function` name), with every instance of it.
+///
+/// Attribution follows Nsight Systems' NVTX projection: a GPU op belongs to a range instance when
+/// the CUDA API call that launched it (joined on the correlation id) started inside the range on
+/// the range's thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    /// Index of this stage in `stages[]`.
+    pub id: u32,
+    /// NVTX domain; `""` for the default domain and for `record_function` annotations.
+    pub domain: String,
+    pub name: String,
+    pub kind: StageKind,
+    /// The stage whose range encloses this stage's first instance, if any.
+    pub parent: Option<u32>,
+    /// Nesting depth of the first instance (0 = top level).
+    pub depth: u32,
+    pub instances: u64,
+    /// Sum of instance durations (as `nvtx_sum`'s "Total Time").
+    pub wall_ns: u64,
+    /// Distribution of instance durations.
+    pub wall: Distribution,
+    /// Sum over instances of (last attributed GPU op end − first attributed GPU op start), as
+    /// `nvtx_gpu_proj_sum`'s "Total Proj Time". Instances without GPU ops add 0.
+    pub gpu_proj_ns: u64,
+    /// Kernels + memcpys + memsets attributed to the stage.
+    pub gpu_ops: u64,
+    /// Sum of attributed kernel durations (memcpy/memset excluded).
+    pub kernel_ns: u64,
+    pub kernels: u64,
+    /// Union of attributed GPU op intervals, summed over instances.
+    pub gpu_busy_ns: u64,
+    /// `gpu_busy_ns / wall_ns`, in percent.
+    pub gpu_busy_pct: f64,
+    pub instance_list: Vec<StageInstance>,
+}
+
+/// One occurrence of a stage's range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageInstance {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub wall_ns: u64,
+    /// Thread the range was opened on (OS thread id).
+    pub tid: u64,
+    pub gpu_ops: u64,
+    pub kernel_ns: u64,
+    /// First attributed GPU op start / last end; `None` when no GPU op was attributed.
+    pub gpu_start_ns: Option<i64>,
+    pub gpu_end_ns: Option<i64>,
+    pub gpu_busy_ns: u64,
+}
+
+/// Coarse kernel class used for the category mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Category {
+    #[serde(rename = "gemm")]
+    Gemm,
+    #[serde(rename = "attention")]
+    Attention,
+    #[serde(rename = "moe/routing")]
+    MoeRouting,
+    #[serde(rename = "elementwise")]
+    Elementwise,
+    #[serde(rename = "reduction/norm")]
+    ReductionNorm,
+    #[serde(rename = "memcpy/memset")]
+    MemcpyMemset,
+    #[serde(rename = "communication")]
+    Communication,
+    #[serde(rename = "other")]
+    Other,
+}
+
+impl Category {
+    pub const ALL: [Category; 8] = [
+        Category::Gemm,
+        Category::Attention,
+        Category::MoeRouting,
+        Category::Elementwise,
+        Category::ReductionNorm,
+        Category::MemcpyMemset,
+        Category::Communication,
+        Category::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Gemm => "gemm",
+            Category::Attention => "attention",
+            Category::MoeRouting => "moe/routing",
+            Category::Elementwise => "elementwise",
+            Category::ReductionNorm => "reduction/norm",
+            Category::MemcpyMemset => "memcpy/memset",
+            Category::Communication => "communication",
+            Category::Other => "other",
+        }
+    }
+}
+
+/// What kind of GPU op a `kernels[]` row aggregates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+/// Launch geometry of a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Launch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    #[serde(default)]
+    pub registers_per_thread: Option<u32>,
+}
+
+/// One distinct kernel name (or memcpy kind, or memset), aggregated over all its calls.
+///
+/// For `kind == "kernel"` the columns equal `nsys stats -r cuda_gpu_kern_sum`; memcpy and memset
+/// rows use the names and numbers of `cuda_gpu_mem_time_sum` (`[CUDA memcpy Host-to-Device]`,
+/// `[CUDA memset]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// Index of this row in `kernels[]`; the timeline refers to kernels by it.
+    pub id: u32,
+    pub kind: OpKind,
+    pub name: String,
+    pub short_name: String,
+    pub category: Category,
+    pub calls: u64,
+    pub total_ns: u64,
+    pub mean_ns: f64,
+    pub median_ns: f64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub std_ns: f64,
+    /// Share of the total time of all rows of the same `kind`, in percent (`Time (%)`).
+    pub time_pct: f64,
+    /// Per stage: calls and time attributed to it (a call counts for every enclosing stage).
+    pub by_stage: Vec<KernelStage>,
+    /// The most frequent launch geometry, where known.
+    #[serde(default)]
+    pub launch: Option<Launch>,
+    /// How many distinct launch geometries the calls used.
+    #[serde(default)]
+    pub launch_variants: u32,
+    /// Bytes moved (memcpy/memset rows).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Indexes into `ncu[]` of the Nsight Compute results for this kernel.
+    #[serde(default)]
+    pub ncu: Vec<u32>,
+}
+
+/// A kernel's share in one stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelStage {
+    pub stage: u32,
+    pub calls: u64,
+    pub total_ns: u64,
+}
+
+/// One PyTorch operator name (`cpu_op` events), aggregated. See the module docs for which
+/// columns are self and which inclusive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Operator {
+    pub name: String,
+    pub calls: u64,
+    /// Inclusive host time.
+    pub cpu_total_ns: u64,
+    /// Host time minus the time of child operators.
+    pub cpu_self_ns: u64,
+    /// Inclusive device time: kernels, memcpys and memsets launched by this operator or its
+    /// children, found through `External id` and the correlation id.
+    pub device_ns: u64,
+    /// Device time of GPU ops this operator launched directly.
+    pub device_self_ns: u64,
+    /// GPU ops launched directly.
+    pub gpu_ops: u64,
+    pub cpu_mean_ns: f64,
+    pub device_mean_ns: f64,
+    pub by_stage: Vec<OperatorStage>,
+}
+
+/// An operator's share in one stage (the innermost stage enclosing each call's start; inclusive
+/// columns as in [`Operator`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatorStage {
+    pub stage: u32,
+    pub calls: u64,
+    pub cpu_total_ns: u64,
+    pub cpu_self_ns: u64,
+    pub device_ns: u64,
+}
+
+/// Nsight Compute results for one profiled kernel launch, in base units whatever units the CSV
+/// used (ns, bytes, Hz, percent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuKernel {
+    /// The `ID` column (per ncu report).
+    pub id: u64,
+    /// Kernel name as ncu printed it (ncu shortens names differently from nsys).
+    pub name: String,
+    /// Index into `kernels[]` when the normalized names match.
+    #[serde(default)]
+    pub kernel: Option<u32>,
+    #[serde(default)]
+    pub duration_ns: Option<f64>,
+    #[serde(default)]
+    pub sm_throughput_pct: Option<f64>,
+    #[serde(default)]
+    pub memory_throughput_pct: Option<f64>,
+    #[serde(default)]
+    pub dram_throughput_pct: Option<f64>,
+    #[serde(default)]
+    pub achieved_occupancy_pct: Option<f64>,
+    #[serde(default)]
+    pub theoretical_occupancy_pct: Option<f64>,
+    #[serde(default)]
+    pub tensor_pipe_pct: Option<f64>,
+    #[serde(default)]
+    pub l2_hit_pct: Option<f64>,
+    #[serde(default)]
+    pub dram_bytes_read: Option<f64>,
+    #[serde(default)]
+    pub dram_bytes_write: Option<f64>,
+    #[serde(default)]
+    pub registers_per_thread: Option<u32>,
+    #[serde(default)]
+    pub grid: Option<[u32; 3]>,
+    #[serde(default)]
+    pub block: Option<[u32; 3]>,
+    /// NVTX range stack of the launch, e.g. `decode` (domain prefix removed).
+    #[serde(default)]
+    pub nvtx_range: Option<String>,
+    #[serde(default)]
+    pub stream: Option<u64>,
+    /// Every other numeric metric of the row, keyed `section/metric` for section exports and by
+    /// metric name for raw pages, in base units.
+    #[serde(default)]
+    pub metrics: BTreeMap<String, f64>,
+    /// Which file the row came from.
+    pub file: String,
+}
+
+/// Where the timeline side file is and what it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineInfo {
+    /// Path relative to the run directory.
+    pub path: String,
+    pub kernels: u64,
+    pub mem_ops: u64,
+    pub ranges: u64,
+}
+
+/// How serious a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth knowing; nothing was lost.
+    Info,
+    /// Records were skipped or a number may be off.
+    Warning,
+}
+
+/// One class of skipped, unparsable or doubtful input records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub source: Source,
+    /// The input file.
+    pub file: String,
+    /// Stable machine-readable class, e.g. `kineto.kernel_without_correlation`.
+    pub code: String,
+    pub severity: Severity,
+    /// What happened and what it means for the numbers.
+    pub message: String,
+    pub count: u64,
+    /// One offending record, shortened.
+    pub example: String,
+}

@@ -1,0 +1,71 @@
+//! `timeline.json`: every GPU op and range of a run, column-oriented so that a browser parses
+//! a million kernels quickly (one `JSON.parse` of a few flat integer arrays, no per-kernel
+//! objects).
+//!
+//! All times are nanoseconds relative to [`Timeline::t0_ns`] (the earliest GPU op or range
+//! start). Column `i` of every array in one group describes the same record. Kernel rows refer
+//! to `bundle.json`'s `kernels[]` by index (`kernel`), stages by `stages[]` index (`stage`,
+//! `null` outside every stage).
+
+use serde::{Deserialize, Serialize};
+
+/// The run's GPU ops and stage ranges on one time axis.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub schema_version: u32,
+    pub run_id: String,
+    /// Absolute time (source clock, ns) that every relative time is measured from.
+    pub t0_ns: i64,
+    /// Last op or range end, relative to `t0_ns`.
+    pub end_ns: u64,
+    /// CUDA stream ids; `stream` columns index into this list.
+    pub streams: Vec<u64>,
+    pub kernels: TimelineKernels,
+    pub mem_ops: TimelineMemOps,
+    pub ranges: TimelineRanges,
+}
+
+/// Kernel launches, sorted by start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineKernels {
+    pub start: Vec<u64>,
+    pub dur: Vec<u64>,
+    /// Index into [`Timeline::streams`].
+    pub stream: Vec<u32>,
+    /// Index into `kernels[]` of the bundle.
+    pub kernel: Vec<u32>,
+    /// Innermost enclosing stage (`stages[]` index), or `null`.
+    pub stage: Vec<Option<u32>>,
+}
+
+/// Memcpys and memsets, sorted by start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineMemOps {
+    pub start: Vec<u64>,
+    pub dur: Vec<u64>,
+    pub stream: Vec<u32>,
+    /// Index into `kernels[]` (the memcpy-kind or memset row).
+    pub kernel: Vec<u32>,
+    pub bytes: Vec<u64>,
+    pub stage: Vec<Option<u32>>,
+}
+
+/// Stage range instances (NVTX ranges or annotations), sorted by start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineRanges {
+    pub start: Vec<u64>,
+    pub dur: Vec<u64>,
+    /// `stages[]` index.
+    pub stage: Vec<u32>,
+    /// Nesting depth on its thread (0 = outermost).
+    pub depth: Vec<u32>,
+    /// OS thread id.
+    pub tid: Vec<u64>,
+}
+
+impl Timeline {
+    /// Parses `timeline.json` text.
+    pub fn from_json(text: &str) -> Result<Timeline, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}

@@ -1,1 +1,36 @@
-fn main() {}
+//! `llmprof`: profile LLM inference on NVIDIA GPUs.
+//!
+//! The binary only parses flags into validated configs and calls the library crates; see
+//! ARCHITECTURE.md for the map.
+
+mod args;
+mod ingest_cmd;
+mod nsys_export;
+mod show;
+mod table;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Ingest(a) => ingest_cmd::run(a.into_config()),
+        args::Command::Show(a) => show::run(a.into_config()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // A closed pipe (`llmprof show run | head`) is not an error.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,13 +1,351 @@
 //! Parsers for real profiler output, converted into an [`llmprof_bundle::Bundle`].
 //!
-//! Data flows one way: each parser (`nsys`, `kineto`, `ncu`) reads its format and feeds
-//! format-free records to a [`convert::TraceConverter`], whose `finish()` builds the bundle's
-//! stages, kernels, totals and timeline. Raw SQLite rows, JSON events and CSV cells never leave
-//! the module that parses them.
+//! Data flows one way: each parser ([`nsys`], [`kineto`], [`ncu`]) reads its format and feeds
+//! format-free [`records`] to a [`convert::TraceConverter`], whose `finish()` builds the
+//! bundle's stages, kernels, totals and timeline. Raw SQLite rows, JSON events and CSV cells
+//! never leave the module that parses them. [`ingest`] runs the parsers a request names and
+//! assembles one bundle; [`run_store`] writes it atomically.
 
+pub mod convert;
 pub mod diagnostics;
 pub mod error;
 pub mod input;
+pub mod kineto;
 pub mod names;
+pub mod ncu;
+pub mod nsys;
+pub mod records;
+pub mod run_store;
+mod time;
 
-pub use error::IngestError;
+use std::path::{Path, PathBuf};
+
+use llmprof_bundle::{
+    Bundle, Device, Environment, InputFile, ModelInfo, Operator, Severity, Source, Timeline,
+    TimelineInfo, TIMELINE_FILE,
+};
+
+use crate::convert::TraceConverter;
+use crate::diagnostics::Diagnostics;
+pub use crate::error::IngestError;
+use crate::error::what;
+
+/// What to ingest.
+#[derive(Debug, Clone, Default)]
+pub struct IngestRequest {
+    pub nsys: Option<PathBuf>,
+    pub kineto: Option<PathBuf>,
+    pub ncu: Vec<PathBuf>,
+    pub model_config: Option<PathBuf>,
+    pub label: Option<String>,
+}
+
+/// A bundle and its timeline, not yet written anywhere.
+#[derive(Debug)]
+pub struct Ingested {
+    pub bundle: Bundle,
+    pub timeline: Option<Timeline>,
+}
+
+/// A step of [`ingest`], reported to the caller for progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
+    Reading { source: Source, path: &'a Path },
+    Assembling,
+}
+
+/// Device and environment facts one input reveals.
+#[derive(Debug, Clone, Default)]
+pub struct SourceFacts {
+    pub device: Option<Device>,
+    pub environment: Environment,
+    /// UTC time the capture started, ns since the Unix epoch.
+    pub captured_at_epoch_ns: Option<i64>,
+}
+
+/// Runs the parsers `req` names and assembles one bundle.
+///
+/// Nsight Systems, when given, is the timing source (stages, kernels, timeline); otherwise the
+/// PyTorch profiler trace is. Operators always come from the PyTorch profiler trace.
+pub fn ingest(
+    req: &IngestRequest,
+    progress: &mut dyn FnMut(Step<'_>),
+) -> Result<Ingested, IngestError> {
+    if req.nsys.is_none() && req.kineto.is_none() && req.ncu.is_empty() {
+        return Err(IngestError::NoInputs);
+    }
+    let mut bundle = Bundle::new(String::new());
+    bundle.llmprof_version = env!("CARGO_PKG_VERSION").to_string();
+    bundle.label = req.label.clone();
+    let mut facts: Vec<SourceFacts> = Vec::new();
+    let mut conv = TraceConverter::new();
+    let mut timing_diags: Option<Diagnostics> = None;
+
+    if let Some(path) = &req.nsys {
+        progress(Step::Reading {
+            source: Source::Nsys,
+            path,
+        });
+        let mut diags = Diagnostics::new(Source::Nsys, path.display().to_string());
+        facts.push(nsys::read(path, &mut conv, &mut diags)?);
+        bundle.inputs.push(input_file(Source::Nsys, path));
+        bundle.timing_source = Some(Source::Nsys);
+        timing_diags = Some(diags);
+    }
+    let mut operators: Option<kineto::KinetoInput> = None;
+    if let Some(path) = &req.kineto {
+        progress(Step::Reading {
+            source: Source::Kineto,
+            path,
+        });
+        let mut diags = Diagnostics::new(Source::Kineto, path.display().to_string());
+        let is_timing = bundle.timing_source.is_none();
+        let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags)?;
+        facts.push(k.facts.clone());
+        bundle.inputs.push(input_file(Source::Kineto, path));
+        if is_timing {
+            bundle.timing_source = Some(Source::Kineto);
+            timing_diags = Some(diags);
+        } else {
+            diags.note(
+                "kineto.timing_from_nsys",
+                Severity::Info,
+                || {
+                    "stages, kernels and the timeline come from the Nsight Systems export; this \
+                     trace contributes the operator table"
+                        .into()
+                },
+                String::new,
+            );
+            bundle.diagnostics.extend(diags.finish());
+        }
+        operators = Some(k);
+    }
+    let ncu = if req.ncu.is_empty() {
+        None
+    } else {
+        for path in &req.ncu {
+            progress(Step::Reading {
+                source: Source::Ncu,
+                path,
+            });
+        }
+        let n = ncu::read_ncu_paths(&req.ncu)?;
+        for path in &req.ncu {
+            bundle.inputs.push(input_file(Source::Ncu, path));
+        }
+        Some(n)
+    };
+    if let Some(path) = &req.model_config {
+        bundle.model = Some(read_model_config(path)?);
+        bundle.inputs.push(input_file(Source::ModelConfig, path));
+    }
+
+    progress(Step::Assembling);
+    let mut timeline = None;
+    if let Some(mut diags) = timing_diags {
+        let parts = conv.finish(&mut diags);
+        bundle.stages = parts.stages;
+        bundle.kernels = parts.kernels;
+        bundle.totals = parts.totals;
+        bundle.timeline = Some(TimelineInfo {
+            path: TIMELINE_FILE.to_string(),
+            kernels: parts.timeline.kernels.start.len() as u64,
+            mem_ops: parts.timeline.mem_ops.start.len() as u64,
+            ranges: parts.timeline.ranges.start.len() as u64,
+        });
+        timeline = Some(parts.timeline);
+        let mut d = diags.finish();
+        d.append(&mut bundle.diagnostics);
+        bundle.diagnostics = d;
+    }
+    if let Some(k) = operators {
+        let mut diags = Diagnostics::new(
+            Source::Kineto,
+            req.kineto
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        );
+        bundle.operators =
+            resolve_operator_stages(k.operators, &k.stage_names, &bundle.stages, &mut diags);
+        bundle.diagnostics.extend(diags.finish());
+    }
+    if let Some(mut n) = ncu {
+        ncu::join_ncu(&mut bundle.kernels, &mut n.kernels);
+        if bundle.timing_source.is_some() {
+            let unmatched = n.kernels.iter().filter(|k| k.kernel.is_none()).count() as u64;
+            let example = n
+                .kernels
+                .iter()
+                .find(|k| k.kernel.is_none())
+                .map(|k| k.name.clone())
+                .unwrap_or_default();
+            bundle.diagnostics.push(llmprof_bundle::Diagnostic {
+                source: Source::Ncu,
+                file: req
+                    .ncu
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                code: "ncu.unmatched_kernels".into(),
+                severity: Severity::Info,
+                message: "ncu kernels whose name matches no kernel of the timing source".into(),
+                count: unmatched,
+                example,
+            });
+            bundle.diagnostics.retain(|d| d.count > 0);
+        }
+        facts.push(SourceFacts {
+            device: n.device,
+            ..SourceFacts::default()
+        });
+        bundle.ncu = n.kernels;
+        bundle.diagnostics.extend(n.diagnostics);
+    }
+    merge_facts(&mut bundle, facts);
+    bundle.run_id = run_store::run_id(&bundle);
+    Ok(Ingested { bundle, timeline })
+}
+
+fn input_file(source: Source, path: &Path) -> InputFile {
+    InputFile {
+        source,
+        path: path.display().to_string(),
+        bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+    }
+}
+
+fn read_model_config(path: &Path) -> Result<ModelInfo, IngestError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| IngestError::io(what::MODEL_CONFIG, path, e))?;
+    if text.trim().is_empty() {
+        return Err(IngestError::Empty {
+            what: what::MODEL_CONFIG,
+            path: path.to_path_buf(),
+        });
+    }
+    let config: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        IngestError::invalid(what::MODEL_CONFIG, path, format!("not valid JSON ({e})"))
+    })?;
+    if !config.is_object() {
+        return Err(IngestError::invalid(
+            what::MODEL_CONFIG,
+            path,
+            "expected a JSON object (a Hugging Face config.json)",
+        ));
+    }
+    let model_type = config
+        .get("model_type")
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    Ok(ModelInfo {
+        model_type,
+        source: path.display().to_string(),
+        config,
+    })
+}
+
+/// Maps operator stages from annotation names to bundle stage ids (by name, default domain).
+fn resolve_operator_stages(
+    mut operators: Vec<Operator>,
+    stage_names: &[String],
+    stages: &[llmprof_bundle::Stage],
+    diags: &mut Diagnostics,
+) -> Vec<Operator> {
+    let ids: Vec<Option<u32>> = stage_names
+        .iter()
+        .map(|n| {
+            stages
+                .iter()
+                .filter(|s| &s.name == n && s.domain.is_empty())
+                .map(|s| s.id)
+                .next()
+        })
+        .collect();
+    for op in &mut operators {
+        op.by_stage.retain_mut(|s| match ids.get(s.stage as usize).copied().flatten() {
+            Some(id) => {
+                s.stage = id;
+                true
+            }
+            None => {
+                let name = stage_names.get(s.stage as usize).cloned().unwrap_or_default();
+                diags.note(
+                    "kineto.annotation_without_stage",
+                    Severity::Info,
+                    || {
+                        "record_function annotations with no stage of the same name in the \
+                         timing source: operator calls inside them have no per-stage row"
+                            .into()
+                    },
+                    || name,
+                );
+                false
+            }
+        });
+    }
+    operators
+}
+
+/// Fills each device/environment field from the first input that knows it.
+fn merge_facts(bundle: &mut Bundle, facts: Vec<SourceFacts>) {
+    let mut device: Option<Device> = None;
+    let mut env = Environment::default();
+    let mut captured = None;
+    for f in facts {
+        if let Some(d) = f.device {
+            match &mut device {
+                None => device = Some(d),
+                Some(cur) if cur.name == d.name => merge_device(cur, d),
+                Some(_) => {}
+            }
+        }
+        let e = f.environment;
+        macro_rules! fill {
+            ($($field:ident),*) => { $( if env.$field.is_none() { env.$field = e.$field; } )* };
+        }
+        fill!(
+            driver_version,
+            cuda_driver_version,
+            cuda_runtime_version,
+            cupti_version,
+            os,
+            cpu,
+            cpu_cores,
+            hostname,
+            nsys_export_schema,
+            command
+        );
+        env.tools.extend(e.tools);
+        captured = captured.or(f.captured_at_epoch_ns);
+    }
+    bundle.device = device;
+    bundle.environment = env;
+    bundle.captured_at = captured.map(time::rfc3339_utc);
+}
+
+fn merge_device(cur: &mut Device, other: Device) {
+    macro_rules! fill {
+        ($($field:ident),*) => { $( if cur.$field.is_none() { cur.$field = other.$field; } )* };
+    }
+    fill!(
+        index,
+        uuid,
+        chip,
+        compute_capability,
+        sm_count,
+        memory_bytes,
+        memory_bandwidth_bytes_per_s,
+        sm_clock_max_hz,
+        memory_clock_max_hz,
+        l2_cache_bytes,
+        bus_location
+    );
+    for s in other.sources {
+        if !cur.sources.contains(&s) {
+            cur.sources.push(s);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! `llmprof ingest`: run the parsers, write the run directory, print where it is.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use llmprof_bundle::Severity;
+use llmprof_ingest::{run_store, Step};
+
+use crate::args::IngestConfig;
+use crate::nsys_export;
+use crate::table::thousands;
+
+pub fn run(cfg: IngestConfig) -> Result<()> {
+    let mut request = cfg.request;
+    // A report must be exported to SQLite first; keep the temp dir alive for the ingest.
+    let mut _export_dir = None;
+    let mut report_path = None;
+    if let Some(path) = request.nsys.clone().filter(|p| nsys_export::is_report(p)) {
+        let dir = tempfile::tempdir().context("creating a temporary directory")?;
+        let sqlite = nsys_export::export(&path, dir.path())?;
+        request.nsys = Some(sqlite);
+        report_path = Some(path);
+        _export_dir = Some(dir);
+    }
+
+    let spinner = progress();
+    let ingested = llmprof_ingest::ingest(&request, &mut |step| {
+        if let Some(s) = &spinner {
+            s.set_message(match step {
+                Step::Reading { source, path } => {
+                    format!("reading {} {}", source.as_str(), path.display())
+                }
+                Step::Assembling => "attributing GPU work to stages".to_string(),
+            });
+        }
+    });
+    if let Some(s) = &spinner {
+        s.finish_and_clear();
+    }
+    let mut ingested = ingested?;
+    if let (Some(report), Some(input)) = (
+        report_path,
+        ingested
+            .bundle
+            .inputs
+            .iter_mut()
+            .find(|i| i.source == llmprof_bundle::Source::Nsys),
+    ) {
+        input.path = report.display().to_string();
+    }
+    let b = &ingested.bundle;
+    let warnings = b
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .count();
+    let stage_names: Vec<&str> = b.stages.iter().map(|s| s.name.as_str()).take(6).collect();
+    let mut summary = format!(
+        "ingested {} kernels, {} stage(s) [{}], {} operators, {} ncu kernel(s)",
+        thousands(b.totals.kernels),
+        b.stages.len(),
+        stage_names.join(", "),
+        b.operators.len(),
+        b.ncu.len()
+    );
+    if warnings > 0 {
+        summary.push_str(&format!(
+            "; {warnings} warning(s): records were skipped, see the Diagnostics table"
+        ));
+    }
+    let dir = run_store::write_run(&cfg.out, ingested)?;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{summary}");
+    let _ = writeln!(err, "next: llmprof show {}", dir.display());
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", dir.display())?;
+    Ok(())
+}
+
+/// A spinner on stderr when it is a terminal; nothing in pipes and CI.
+fn progress() -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    pb.enable_steady_tick(Duration::from_millis(100));
+    Some(pb)
+}

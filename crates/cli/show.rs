@@ -1,0 +1,294 @@
+//! `llmprof show`: a run's tables on the terminal, or its summary as JSON.
+
+use std::io::Write;
+
+use anyhow::Result;
+use llmprof_bundle::{Bundle, Summary};
+use llmprof_ingest::run_store;
+
+use crate::args::ShowConfig;
+use crate::table::{ms, pct, thousands, us, Align, Table};
+
+pub fn run(cfg: ShowConfig) -> Result<()> {
+    let bundle = run_store::read_bundle(&cfg.run)?;
+    let mut out = std::io::stdout().lock();
+    if cfg.json {
+        serde_json::to_writer_pretty(&mut out, &Summary::of(&bundle, cfg.top))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(120usize)
+        .max(60);
+    out.write_all(render(&bundle, cfg.top, width).as_bytes())?;
+    Ok(())
+}
+
+/// The whole terminal report.
+pub fn render(b: &Bundle, top: usize, width: usize) -> String {
+    let mut s = String::new();
+    header(b, &mut s);
+    section(
+        &mut s,
+        "Stages (NVTX ranges / record_function)",
+        stages(b),
+        width,
+    );
+    section(
+        &mut s,
+        &format!(
+            "Top kernels by GPU time ({} of {})",
+            top.min(b.kernels.len()),
+            b.kernels.len()
+        ),
+        kernels(b, top),
+        width,
+    );
+    if !b.operators.is_empty() {
+        section(
+            &mut s,
+            &format!(
+                "Top operators by device time ({} of {}; total = inclusive, self = exclusive)",
+                top.min(b.operators.len()),
+                b.operators.len()
+            ),
+            operators(b, top),
+            width,
+        );
+    }
+    if !b.ncu.is_empty() {
+        section(&mut s, "Nsight Compute", ncu(b, top), width);
+    }
+    if !b.diagnostics.is_empty() {
+        section(&mut s, "Diagnostics", diagnostics(b), width);
+    }
+    s
+}
+
+fn section(s: &mut String, title: &str, table: Table, width: usize) {
+    s.push('\n');
+    s.push_str(title);
+    s.push('\n');
+    if table.is_empty() {
+        s.push_str("  (none)\n");
+    } else {
+        s.push_str(&table.render(width));
+    }
+}
+
+fn header(b: &Bundle, s: &mut String) {
+    s.push_str(&format!("Run {}", b.run_id));
+    if let Some(l) = &b.label {
+        s.push_str(&format!("  ({l})"));
+    }
+    s.push('\n');
+    if let Some(at) = &b.captured_at {
+        s.push_str(&format!("  captured  {at}\n"));
+    }
+    if let Some(d) = &b.device {
+        let mut parts = vec![d.name.clone()];
+        if let Some(n) = d.sm_count {
+            parts.push(format!("{n} SMs"));
+        }
+        if let Some(m) = d.memory_bytes {
+            parts.push(format!("{:.1} GiB", m as f64 / (1u64 << 30) as f64));
+        }
+        if let Some(bw) = d.memory_bandwidth_bytes_per_s {
+            parts.push(format!("{:.0} GB/s", bw as f64 / 1e9));
+        }
+        if let Some(cc) = &d.compute_capability {
+            parts.push(format!("CC {cc}"));
+        }
+        s.push_str(&format!("  device    {}\n", parts.join(" · ")));
+    }
+    let e = &b.environment;
+    let mut sw = Vec::new();
+    if let Some(v) = &e.driver_version {
+        sw.push(format!("driver {v}"));
+    }
+    if let Some(v) = &e.cuda_driver_version {
+        sw.push(format!("CUDA {v}"));
+    }
+    for t in &e.tools {
+        sw.push(format!("{} {}", t.name, t.version));
+    }
+    if !sw.is_empty() {
+        s.push_str(&format!("  software  {}\n", sw.join(" · ")));
+    }
+    if let Some(m) = &b.model {
+        s.push_str(&format!(
+            "  model     {} ({})\n",
+            m.model_type.as_deref().unwrap_or("unknown model_type"),
+            m.source
+        ));
+    }
+    let t = &b.totals;
+    if let Some(src) = b.timing_source {
+        s.push_str(&format!(
+            "  timing    from {}: {} kernels, {} memcpy, {} memset on {} stream(s); GPU busy {} ms \
+             of a {} ms span\n",
+            src.as_str(),
+            thousands(t.kernels),
+            thousands(t.memcpys),
+            thousands(t.memsets),
+            t.streams,
+            ms(t.gpu_busy_ns),
+            ms(t.gpu_span_ns)
+        ));
+    }
+}
+
+fn stages(b: &Bundle) -> Table {
+    let mut t = Table::new(
+        &[
+            ("stage", Align::Left),
+            ("inst", Align::Right),
+            ("wall ms", Align::Right),
+            ("GPU proj ms", Align::Right),
+            ("GPU ops", Align::Right),
+            ("kernel ms", Align::Right),
+            ("GPU busy %", Align::Right),
+        ],
+        0,
+    );
+    for st in &b.stages {
+        let indent = "  ".repeat(st.depth as usize);
+        let name = if st.domain.is_empty() {
+            st.name.clone()
+        } else {
+            format!("{}:{}", st.domain, st.name)
+        };
+        t.row(vec![
+            format!("{indent}{name}"),
+            thousands(st.instances),
+            ms(st.wall_ns),
+            ms(st.gpu_proj_ns),
+            thousands(st.gpu_ops),
+            ms(st.kernel_ns),
+            pct(st.gpu_busy_pct),
+        ]);
+    }
+    t
+}
+
+fn kernels(b: &Bundle, top: usize) -> Table {
+    let mut t = Table::new(
+        &[
+            ("kernel", Align::Left),
+            ("category", Align::Left),
+            ("calls", Align::Right),
+            ("total ms", Align::Right),
+            ("time %", Align::Right),
+            ("mean µs", Align::Right),
+            ("median µs", Align::Right),
+        ],
+        0,
+    );
+    let mut rows: Vec<_> = b.kernels.iter().collect();
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.id.cmp(&b.id)));
+    for k in rows.into_iter().take(top) {
+        t.row(vec![
+            k.short_name.clone(),
+            k.category.as_str().to_string(),
+            thousands(k.calls),
+            ms(k.total_ns),
+            pct(k.time_pct),
+            us(k.mean_ns),
+            us(k.median_ns),
+        ]);
+    }
+    t
+}
+
+fn operators(b: &Bundle, top: usize) -> Table {
+    let mut t = Table::new(
+        &[
+            ("operator", Align::Left),
+            ("calls", Align::Right),
+            ("CPU total ms", Align::Right),
+            ("CPU self ms", Align::Right),
+            ("device ms", Align::Right),
+            ("device self ms", Align::Right),
+        ],
+        0,
+    );
+    for o in b.operators.iter().take(top) {
+        t.row(vec![
+            o.name.clone(),
+            thousands(o.calls),
+            ms(o.cpu_total_ns),
+            ms(o.cpu_self_ns),
+            ms(o.device_ns),
+            ms(o.device_self_ns),
+        ]);
+    }
+    t
+}
+
+fn ncu(b: &Bundle, top: usize) -> Table {
+    let mut t = Table::new(
+        &[
+            ("kernel", Align::Left),
+            ("range", Align::Left),
+            ("dur µs", Align::Right),
+            ("SM %", Align::Right),
+            ("mem %", Align::Right),
+            ("DRAM %", Align::Right),
+            ("occ ach/theo %", Align::Right),
+            ("tensor %", Align::Right),
+        ],
+        0,
+    );
+    let opt = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "–".into());
+    let mut rows: Vec<_> = b.ncu.iter().collect();
+    rows.sort_by(|a, b| {
+        b.duration_ns
+            .unwrap_or(0.0)
+            .total_cmp(&a.duration_ns.unwrap_or(0.0))
+    });
+    for n in rows.into_iter().take(top) {
+        let name = n
+            .kernel
+            .and_then(|k| b.kernels.get(k as usize))
+            .map(|k| k.short_name.clone())
+            .unwrap_or_else(|| n.name.clone());
+        t.row(vec![
+            name,
+            n.nvtx_range.clone().unwrap_or_default(),
+            n.duration_ns.map(us).unwrap_or_else(|| "–".into()),
+            opt(n.sm_throughput_pct),
+            opt(n.memory_throughput_pct),
+            opt(n.dram_throughput_pct),
+            format!(
+                "{}/{}",
+                opt(n.achieved_occupancy_pct),
+                opt(n.theoretical_occupancy_pct)
+            ),
+            opt(n.tensor_pipe_pct),
+        ]);
+    }
+    t
+}
+
+fn diagnostics(b: &Bundle) -> Table {
+    let mut t = Table::new(
+        &[
+            ("what", Align::Left),
+            ("count", Align::Right),
+            ("severity", Align::Left),
+            ("source", Align::Left),
+        ],
+        0,
+    );
+    for d in &b.diagnostics {
+        t.row(vec![
+            d.message.clone(),
+            thousands(d.count),
+            format!("{:?}", d.severity).to_lowercase(),
+            d.source.as_str().to_string(),
+        ]);
+    }
+    t
+}

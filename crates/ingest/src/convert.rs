@@ -1,0 +1,768 @@
+//! The converter shared by every trace format: feed it ranges, launch calls and GPU ops with
+//! `handle_*`, then `finish()` attributes GPU ops to stages and aggregates the bundle's stages,
+//! kernels, totals and timeline.
+//!
+//! Attribution is Nsight Systems' NVTX projection (`nsys stats -r nvtx_gpu_proj_sum`): a GPU
+//! op belongs to every range instance, on the launching thread, inside which the CUDA API call
+//! that launched it (joined on `(process, correlation)`) started. A range instance's projected
+//! GPU time spans its first attributed op's start to its last attributed op's end.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use llmprof_bundle::{
+    Category, Distribution, Kernel, KernelStage, Launch, OpKind, Severity, Stage, StageInstance,
+    StageKind, Timeline, TimelineKernels, TimelineMemOps, TimelineRanges, Totals, SCHEMA_VERSION,
+};
+
+use crate::diagnostics::Diagnostics;
+use crate::names;
+use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
+
+/// What [`TraceConverter::finish`] produces.
+#[derive(Debug)]
+pub struct TraceParts {
+    pub stages: Vec<Stage>,
+    pub kernels: Vec<Kernel>,
+    pub totals: Totals,
+    /// `run_id` is left empty; the run store fills it in.
+    pub timeline: Timeline,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct StageKey {
+    domain: u32,
+    name: u32,
+    kind: StageKind,
+}
+
+#[derive(Debug)]
+struct RangeAcc {
+    thread: u64,
+    tid: u64,
+    stage: u32,
+    start: i64,
+    end: i64,
+}
+
+#[derive(Debug)]
+struct RowAcc {
+    kind: OpKind,
+    name: String,
+    short_name: String,
+    durations: Vec<u64>,
+    launches: HashMap<Launch, u64>,
+    bytes: u64,
+}
+
+#[derive(Debug)]
+struct OpAcc {
+    process: u64,
+    correlation: Option<i64>,
+    stream: u64,
+    start: i64,
+    end: i64,
+    row: u32,
+    bytes: u64,
+}
+
+/// Builds stages, kernels, totals and the timeline from format-free records.
+#[derive(Debug, Default)]
+pub struct TraceConverter {
+    strings: Vec<String>,
+    string_ids: HashMap<String, u32>,
+    stage_keys: Vec<StageKey>,
+    stage_ids: HashMap<StageKey, u32>,
+    ranges: Vec<RangeAcc>,
+    launches: Vec<LaunchRecord>,
+    rows: Vec<RowAcc>,
+    /// Row id by name, one map per [`OpKind`].
+    row_ids: [HashMap<String, u32>; 3],
+    ops: Vec<OpAcc>,
+    bad_ranges: u64,
+    bad_range_example: Option<String>,
+    bad_ops: u64,
+    bad_op_example: Option<String>,
+}
+
+impl TraceConverter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.string_ids.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.string_ids.insert(s.to_string(), id);
+        id
+    }
+
+    /// One range instance. Ranges that end before they start are dropped (and reported).
+    pub fn handle_range(&mut self, r: RangeRecord<'_>) {
+        if r.end < r.start {
+            self.bad_ranges += 1;
+            self.bad_range_example.get_or_insert_with(|| {
+                format!("range `{}` start {} end {}", r.name, r.start, r.end)
+            });
+            return;
+        }
+        let key = StageKey {
+            domain: self.intern(r.domain),
+            name: self.intern(r.name),
+            kind: r.kind,
+        };
+        let next = self.stage_keys.len() as u32;
+        let stage = *self.stage_ids.entry(key).or_insert(next);
+        if stage == next {
+            self.stage_keys.push(key);
+        }
+        self.ranges.push(RangeAcc {
+            thread: r.thread,
+            tid: r.tid,
+            stage,
+            start: r.start,
+            end: r.end,
+        });
+    }
+
+    /// One CUDA API call that may have launched GPU work.
+    pub fn handle_launch(&mut self, l: LaunchRecord) {
+        self.launches.push(l);
+    }
+
+    /// One kernel, memcpy or memset.
+    pub fn handle_gpu_op(&mut self, op: GpuOpRecord<'_>) {
+        if op.end < op.start {
+            self.bad_ops += 1;
+            self.bad_op_example
+                .get_or_insert_with(|| format!("{:?} start {} end {}", op.op, op.start, op.end));
+            return;
+        }
+        let (kind, name, launch, bytes): (OpKind, Cow<'_, str>, _, _) = match op.op {
+            GpuOp::Kernel { name, launch, .. } => (OpKind::Kernel, name.into(), launch, 0),
+            GpuOp::Memcpy { direction, bytes } => (
+                OpKind::Memcpy,
+                format!("[CUDA memcpy {direction}]").into(),
+                None,
+                bytes,
+            ),
+            GpuOp::Memset { bytes } => (OpKind::Memset, "[CUDA memset]".into(), None, bytes),
+        };
+        let ids = &mut self.row_ids[kind as usize];
+        let row = match ids.get(name.as_ref()) {
+            Some(&id) => id,
+            None => {
+                let id = self.rows.len() as u32;
+                let short_name = match op.op {
+                    GpuOp::Kernel {
+                        short_name: Some(s),
+                        ..
+                    } => s.to_string(),
+                    GpuOp::Kernel { .. } => names::short_name(&name),
+                    GpuOp::Memcpy { direction, .. } => format!("memcpy {direction}"),
+                    GpuOp::Memset { .. } => "memset".to_string(),
+                };
+                ids.insert(name.to_string(), id);
+                self.rows.push(RowAcc {
+                    kind,
+                    name: name.into_owned(),
+                    short_name,
+                    durations: Vec::new(),
+                    launches: HashMap::new(),
+                    bytes: 0,
+                });
+                id
+            }
+        };
+        let acc = &mut self.rows[row as usize];
+        acc.durations.push((op.end - op.start) as u64);
+        acc.bytes += bytes;
+        if let Some(l) = launch {
+            *acc.launches.entry(l).or_default() += 1;
+        }
+        self.ops.push(OpAcc {
+            process: op.process,
+            correlation: op.correlation,
+            stream: op.stream,
+            start: op.start,
+            end: op.end,
+            row,
+            bytes,
+        });
+    }
+
+    /// Whether any GPU op or range was fed.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty() && self.ranges.is_empty()
+    }
+
+    /// Attributes, aggregates and builds the timeline.
+    pub fn finish(self, diags: &mut Diagnostics) -> TraceParts {
+        if self.bad_ranges > 0 {
+            let example = self.bad_range_example.clone().unwrap_or_default();
+            diags.note_n(
+                "range_ends_before_start",
+                Severity::Warning,
+                self.bad_ranges,
+                || "ranges whose end precedes their start were skipped".into(),
+                || example,
+            );
+        }
+        if self.bad_ops > 0 {
+            let example = self.bad_op_example.clone().unwrap_or_default();
+            diags.note_n(
+                "gpu_op_ends_before_start",
+                Severity::Warning,
+                self.bad_ops,
+                || "GPU ops whose end precedes their start were skipped".into(),
+                || example,
+            );
+        }
+
+        let nesting = Nesting::of(&self.ranges);
+        let attribution = Attribution::of(&self.ranges, &self.launches, &self.ops);
+        diags.note_n(
+            "gpu_op_launch_not_recorded",
+            Severity::Info,
+            attribution.launch_missing,
+            || {
+                "GPU ops whose launching CUDA API call is not in the trace; they count in the \
+                 totals and the kernel table but in no stage"
+                    .into()
+            },
+            || attribution.launch_missing_example.clone(),
+        );
+
+        // Per range instance: ops, kernel time, projected span, busy union.
+        let mut inst = vec![InstanceAcc::default(); self.ranges.len()];
+        let mut inst_intervals: Vec<(u32, i64, i64)> = Vec::new();
+        let mut row_stage: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
+        let mut seen_stages: Vec<u32> = Vec::new();
+        for (op_idx, op) in self.ops.iter().enumerate() {
+            let containing = attribution.ranges_of(op_idx);
+            if containing.is_empty() {
+                continue;
+            }
+            let is_kernel = self.rows[op.row as usize].kind == OpKind::Kernel;
+            let dur = (op.end - op.start) as u64;
+            seen_stages.clear();
+            for &r in containing {
+                let a = &mut inst[r as usize];
+                a.gpu_ops += 1;
+                if is_kernel {
+                    a.kernel_ns += dur;
+                    a.kernels += 1;
+                }
+                a.gpu_start = Some(a.gpu_start.map_or(op.start, |s: i64| s.min(op.start)));
+                a.gpu_end = Some(a.gpu_end.map_or(op.end, |e: i64| e.max(op.end)));
+                inst_intervals.push((r, op.start, op.end));
+                let stage = self.ranges[r as usize].stage;
+                if !seen_stages.contains(&stage) {
+                    seen_stages.push(stage);
+                    let e = row_stage.entry((op.row, stage)).or_default();
+                    e.0 += 1;
+                    e.1 += dur;
+                }
+            }
+        }
+        inst_intervals.sort_unstable();
+        for chunk in inst_intervals.chunk_by(|a, b| a.0 == b.0) {
+            let busy = union_len(chunk.iter().map(|&(_, s, e)| (s, e)));
+            inst[chunk[0].0 as usize].busy = busy;
+        }
+
+        let stages = self.build_stages(&nesting, &inst);
+        let mut row_stages: Vec<Vec<KernelStage>> = vec![Vec::new(); self.rows.len()];
+        for ((row, stage), (calls, total_ns)) in row_stage {
+            row_stages[row as usize].push(KernelStage {
+                stage,
+                calls,
+                total_ns,
+            });
+        }
+        let (kernels, row_to_id) = self.build_kernels(row_stages);
+        let totals = self.build_totals(&attribution);
+        let timeline = self.build_timeline(&nesting, &attribution, &row_to_id);
+        TraceParts {
+            stages,
+            kernels,
+            totals,
+            timeline,
+        }
+    }
+
+    fn build_stages(&self, nesting: &Nesting, inst: &[InstanceAcc]) -> Vec<Stage> {
+        let mut by_stage: Vec<Vec<usize>> = vec![Vec::new(); self.stage_keys.len()];
+        for &r in &nesting.order {
+            by_stage[self.ranges[r].stage as usize].push(r);
+        }
+        self.stage_keys
+            .iter()
+            .enumerate()
+            .map(|(id, key)| {
+                let members = &by_stage[id];
+                let mut walls: Vec<u64> = members
+                    .iter()
+                    .map(|&r| (self.ranges[r].end - self.ranges[r].start) as u64)
+                    .collect();
+                let wall = Distribution::from_samples(&mut walls);
+                let first = members.first().copied();
+                let parent = first
+                    .and_then(|r| nesting.parent[r])
+                    .map(|p| self.ranges[p as usize].stage);
+                let depth = first.map_or(0, |r| nesting.depth[r]);
+                let instance_list: Vec<StageInstance> = members
+                    .iter()
+                    .map(|&r| {
+                        let range = &self.ranges[r];
+                        let a = &inst[r];
+                        StageInstance {
+                            start_ns: range.start,
+                            end_ns: range.end,
+                            wall_ns: (range.end - range.start) as u64,
+                            tid: range.tid,
+                            gpu_ops: a.gpu_ops,
+                            kernel_ns: a.kernel_ns,
+                            gpu_start_ns: a.gpu_start,
+                            gpu_end_ns: a.gpu_end,
+                            gpu_busy_ns: a.busy,
+                        }
+                    })
+                    .collect();
+                let sum = |f: &dyn Fn(&InstanceAcc) -> u64| -> u64 {
+                    members.iter().map(|&r| f(&inst[r])).sum()
+                };
+                let gpu_busy_ns = sum(&|a| a.busy);
+                Stage {
+                    id: id as u32,
+                    domain: self.strings[key.domain as usize].clone(),
+                    name: self.strings[key.name as usize].clone(),
+                    kind: key.kind,
+                    parent,
+                    depth,
+                    instances: members.len() as u64,
+                    wall_ns: wall.total_ns,
+                    gpu_proj_ns: sum(&|a| match (a.gpu_start, a.gpu_end) {
+                        (Some(s), Some(e)) => (e - s) as u64,
+                        _ => 0,
+                    }),
+                    gpu_ops: sum(&|a| a.gpu_ops),
+                    kernel_ns: sum(&|a| a.kernel_ns),
+                    kernels: sum(&|a| a.kernels),
+                    gpu_busy_ns,
+                    gpu_busy_pct: pct(gpu_busy_ns, wall.total_ns),
+                    wall,
+                    instance_list,
+                }
+            })
+            .collect()
+    }
+
+    /// Kernel rows sorted like `cuda_gpu_kern_sum` (total time, descending); returns the rows
+    /// and the map from accumulation order to final id.
+    fn build_kernels(&self, row_stages: Vec<Vec<KernelStage>>) -> (Vec<Kernel>, Vec<u32>) {
+        let mut kind_total: HashMap<OpKind, u64> = HashMap::new();
+        let mut rows: Vec<(u32, Kernel)> = self
+            .rows
+            .iter()
+            .zip(row_stages)
+            .enumerate()
+            .map(|(i, (acc, mut by_stage))| {
+                let mut durations = acc.durations.clone();
+                let d = Distribution::from_samples(&mut durations);
+                *kind_total.entry(acc.kind).or_default() += d.total_ns;
+                let mut launches: Vec<(&Launch, &u64)> = acc.launches.iter().collect();
+                launches.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.grid.cmp(&b.0.grid)));
+                by_stage.sort_by_key(|s| s.stage);
+                let category = match acc.kind {
+                    OpKind::Kernel => names::category(&acc.name),
+                    OpKind::Memcpy | OpKind::Memset => Category::MemcpyMemset,
+                };
+                let kernel = Kernel {
+                    id: 0,
+                    kind: acc.kind,
+                    name: acc.name.clone(),
+                    short_name: acc.short_name.clone(),
+                    category,
+                    calls: d.count,
+                    total_ns: d.total_ns,
+                    mean_ns: d.mean_ns,
+                    median_ns: d.median_ns,
+                    min_ns: d.min_ns,
+                    max_ns: d.max_ns,
+                    std_ns: d.std_ns,
+                    time_pct: 0.0,
+                    by_stage,
+                    launch: launches.first().map(|(l, _)| **l),
+                    launch_variants: launches.len() as u32,
+                    bytes: (acc.kind != OpKind::Kernel).then_some(acc.bytes),
+                    ncu: Vec::new(),
+                };
+                (i as u32, kernel)
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            a.1.kind
+                .cmp(&b.1.kind)
+                .then(b.1.total_ns.cmp(&a.1.total_ns))
+                .then_with(|| a.1.name.cmp(&b.1.name))
+        });
+        let mut row_to_id = vec![0u32; rows.len()];
+        let kernels = rows
+            .into_iter()
+            .enumerate()
+            .map(|(id, (acc_idx, mut k))| {
+                row_to_id[acc_idx as usize] = id as u32;
+                k.id = id as u32;
+                k.time_pct = pct(k.total_ns, kind_total.get(&k.kind).copied().unwrap_or(0));
+                k
+            })
+            .collect();
+        (kernels, row_to_id)
+    }
+
+    fn build_totals(&self, attribution: &Attribution) -> Totals {
+        let mut t = Totals::default();
+        for op in &self.ops {
+            let dur = (op.end - op.start) as u64;
+            match self.rows[op.row as usize].kind {
+                OpKind::Kernel => {
+                    t.kernels += 1;
+                    t.kernel_ns += dur;
+                }
+                OpKind::Memcpy => {
+                    t.memcpys += 1;
+                    t.memcpy_ns += dur;
+                }
+                OpKind::Memset => {
+                    t.memsets += 1;
+                    t.memset_ns += dur;
+                }
+            }
+        }
+        let first = self.ops.iter().map(|o| o.start).min();
+        let last = self.ops.iter().map(|o| o.end).max();
+        if let (Some(f), Some(l)) = (first, last) {
+            t.gpu_span_ns = (l - f) as u64;
+        }
+        t.gpu_busy_ns = union_len(self.ops.iter().map(|o| (o.start, o.end)).collect::<Vec<_>>());
+        t.unattributed_gpu_ops = (0..self.ops.len())
+            .filter(|&i| attribution.ranges_of(i).is_empty())
+            .count() as u64;
+        let mut streams: Vec<u64> = self.ops.iter().map(|o| o.stream).collect();
+        streams.sort_unstable();
+        streams.dedup();
+        t.streams = streams.len() as u32;
+        t
+    }
+
+    fn build_timeline(
+        &self,
+        nesting: &Nesting,
+        attribution: &Attribution,
+        row_to_id: &[u32],
+    ) -> Timeline {
+        let t0 = self
+            .ops
+            .iter()
+            .map(|o| o.start)
+            .chain(self.ranges.iter().map(|r| r.start))
+            .min()
+            .unwrap_or(0);
+        let end = self
+            .ops
+            .iter()
+            .map(|o| o.end)
+            .chain(self.ranges.iter().map(|r| r.end))
+            .max()
+            .unwrap_or(t0);
+        let mut streams: Vec<u64> = self.ops.iter().map(|o| o.stream).collect();
+        streams.sort_unstable();
+        streams.dedup();
+        let stream_idx = |s: u64| streams.binary_search(&s).unwrap_or(0) as u32;
+
+        let mut order: Vec<usize> = (0..self.ops.len()).collect();
+        order.sort_by_key(|&i| (self.ops[i].start, self.ops[i].end));
+        let mut kernels = TimelineKernels::default();
+        let mut mem_ops = TimelineMemOps::default();
+        for i in order {
+            let op = &self.ops[i];
+            let stage = attribution
+                .innermost(i)
+                .map(|r| self.ranges[r as usize].stage);
+            let rel = (op.start - t0) as u64;
+            let dur = (op.end - op.start) as u64;
+            let id = row_to_id[op.row as usize];
+            if self.rows[op.row as usize].kind == OpKind::Kernel {
+                kernels.start.push(rel);
+                kernels.dur.push(dur);
+                kernels.stream.push(stream_idx(op.stream));
+                kernels.kernel.push(id);
+                kernels.stage.push(stage);
+            } else {
+                mem_ops.start.push(rel);
+                mem_ops.dur.push(dur);
+                mem_ops.stream.push(stream_idx(op.stream));
+                mem_ops.kernel.push(id);
+                mem_ops.bytes.push(op.bytes);
+                mem_ops.stage.push(stage);
+            }
+        }
+        let mut ranges = TimelineRanges::default();
+        for &r in &nesting.order {
+            let range = &self.ranges[r];
+            ranges.start.push((range.start - t0) as u64);
+            ranges.dur.push((range.end - range.start) as u64);
+            ranges.stage.push(range.stage);
+            ranges.depth.push(nesting.depth[r]);
+            ranges.tid.push(range.tid);
+        }
+        Timeline {
+            schema_version: SCHEMA_VERSION,
+            run_id: String::new(),
+            t0_ns: t0,
+            end_ns: (end - t0) as u64,
+            streams,
+            kernels,
+            mem_ops,
+            ranges,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct InstanceAcc {
+    gpu_ops: u64,
+    kernels: u64,
+    kernel_ns: u64,
+    gpu_start: Option<i64>,
+    gpu_end: Option<i64>,
+    busy: u64,
+}
+
+/// Range order, nesting depth and enclosing range per thread.
+struct Nesting {
+    /// Range indexes sorted by (start, longer first, thread).
+    order: Vec<usize>,
+    depth: Vec<u32>,
+    parent: Vec<Option<u32>>,
+}
+
+impl Nesting {
+    fn of(ranges: &[RangeAcc]) -> Nesting {
+        let mut order: Vec<usize> = (0..ranges.len()).collect();
+        order.sort_by_key(|&i| (ranges[i].start, std::cmp::Reverse(ranges[i].end), ranges[i].thread));
+        let mut depth = vec![0u32; ranges.len()];
+        let mut parent = vec![None; ranges.len()];
+        let mut stacks: HashMap<u64, Vec<usize>> = HashMap::new();
+        for &i in &order {
+            let r = &ranges[i];
+            let stack = stacks.entry(r.thread).or_default();
+            while stack.last().is_some_and(|&top| ranges[top].end <= r.start) {
+                stack.pop();
+            }
+            depth[i] = stack.len() as u32;
+            parent[i] = stack.last().map(|&p| p as u32);
+            stack.push(i);
+        }
+        Nesting {
+            order,
+            depth,
+            parent,
+        }
+    }
+}
+
+/// Which range instances each GPU op belongs to.
+struct Attribution {
+    /// Per op: (offset, len) into `arena`; the last entry is the innermost range.
+    spans: Vec<(u32, u32)>,
+    arena: Vec<u32>,
+    launch_missing: u64,
+    launch_missing_example: String,
+}
+
+impl Attribution {
+    fn of(ranges: &[RangeAcc], launches: &[LaunchRecord], ops: &[OpAcc]) -> Attribution {
+        // Ranges per thread, by start.
+        let mut thread_ranges: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, r) in ranges.iter().enumerate() {
+            thread_ranges.entry(r.thread).or_default().push(i);
+        }
+        for list in thread_ranges.values_mut() {
+            list.sort_by_key(|&i| (ranges[i].start, std::cmp::Reverse(ranges[i].end)));
+        }
+        // Launches per thread, by start; only threads that have ranges matter.
+        let mut thread_launches: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, l) in launches.iter().enumerate() {
+            if thread_ranges.contains_key(&l.thread) {
+                thread_launches.entry(l.thread).or_default().push(i);
+            }
+        }
+        let mut arena: Vec<u32> = Vec::new();
+        let mut launch_ranges: HashMap<(u64, i64), (u32, u32)> = HashMap::new();
+        let mut active: Vec<usize> = Vec::new();
+        for (thread, mut idxs) in thread_launches {
+            idxs.sort_by_key(|&i| launches[i].start);
+            let rs = &thread_ranges[&thread];
+            let mut next = 0;
+            active.clear();
+            for li in idxs {
+                let l = &launches[li];
+                while next < rs.len() && ranges[rs[next]].start <= l.start {
+                    active.push(rs[next]);
+                    next += 1;
+                }
+                active.retain(|&r| ranges[r].end > l.start);
+                if active.is_empty() {
+                    continue;
+                }
+                let offset = arena.len() as u32;
+                arena.extend(active.iter().map(|&r| r as u32));
+                launch_ranges.insert((l.process, l.correlation), (offset, active.len() as u32));
+            }
+        }
+        let all_launches: std::collections::HashSet<(u64, i64)> = if launches.is_empty() {
+            Default::default()
+        } else {
+            launches.iter().map(|l| (l.process, l.correlation)).collect()
+        };
+        let mut launch_missing = 0;
+        let mut launch_missing_example = String::new();
+        let spans = ops
+            .iter()
+            .map(|op| {
+                let Some(corr) = op.correlation else {
+                    return (0, 0);
+                };
+                let key = (op.process, corr);
+                if let Some(&span) = launch_ranges.get(&key) {
+                    return span;
+                }
+                if !all_launches.contains(&key) {
+                    launch_missing += 1;
+                    if launch_missing_example.is_empty() {
+                        launch_missing_example =
+                            format!("correlation id {corr} (op start {})", op.start);
+                    }
+                }
+                (0, 0)
+            })
+            .collect();
+        Attribution {
+            spans,
+            arena,
+            launch_missing,
+            launch_missing_example,
+        }
+    }
+
+    fn ranges_of(&self, op: usize) -> &[u32] {
+        let (offset, len) = self.spans[op];
+        &self.arena[offset as usize..(offset + len) as usize]
+    }
+
+    fn innermost(&self, op: usize) -> Option<u32> {
+        self.ranges_of(op).last().copied()
+    }
+}
+
+/// Total length of the union of `[start, end)` intervals.
+fn union_len(intervals: impl IntoIterator<Item = (i64, i64)>) -> u64 {
+    let mut v: Vec<(i64, i64)> = intervals.into_iter().collect();
+    v.sort_unstable();
+    let mut total = 0u64;
+    let mut cur: Option<(i64, i64)> = None;
+    for (s, e) in v {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += (ce - cs) as u64;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += (ce - cs) as u64;
+    }
+    total
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llmprof_bundle::Source;
+
+    fn range(thread: u64, name: &str, start: i64, end: i64) -> RangeRecord<'_> {
+        RangeRecord {
+            thread,
+            tid: thread,
+            domain: "",
+            name,
+            kind: StageKind::PushPop,
+            start,
+            end,
+        }
+    }
+
+    fn kernel(corr: i64, start: i64, end: i64) -> GpuOpRecord<'static> {
+        GpuOpRecord {
+            process: 1,
+            correlation: Some(corr),
+            stream: 7,
+            start,
+            end,
+            op: GpuOp::Kernel {
+                name: "void k<(int)1>(int)",
+                short_name: None,
+                launch: None,
+            },
+        }
+    }
+
+    #[test]
+    fn attributes_by_launch_start_and_projects_gpu_span() {
+        let mut c = TraceConverter::new();
+        c.handle_range(range(10, "outer", 0, 100));
+        c.handle_range(range(10, "inner", 10, 20));
+        // Launched inside `inner`; runs long after both ranges ended.
+        c.handle_launch(LaunchRecord { process: 1, thread: 10, start: 15, correlation: 1 });
+        c.handle_gpu_op(kernel(1, 500, 510));
+        // Launched inside `outer` only.
+        c.handle_launch(LaunchRecord { process: 1, thread: 10, start: 50, correlation: 2 });
+        c.handle_gpu_op(kernel(2, 520, 540));
+        // Launched on another thread: attributed to nothing.
+        c.handle_launch(LaunchRecord { process: 1, thread: 11, start: 50, correlation: 3 });
+        c.handle_gpu_op(kernel(3, 600, 601));
+        let mut d = Diagnostics::new(Source::Nsys, "x");
+        let p = c.finish(&mut d);
+        let outer = &p.stages[0];
+        let inner = &p.stages[1];
+        assert_eq!((outer.gpu_ops, outer.gpu_proj_ns, outer.kernel_ns), (2, 40, 30));
+        assert_eq!(outer.gpu_busy_ns, 30);
+        assert_eq!((inner.gpu_ops, inner.gpu_proj_ns), (1, 10));
+        assert_eq!((inner.parent, inner.depth), (Some(0), 1));
+        assert_eq!(p.totals.unattributed_gpu_ops, 1);
+        assert_eq!(p.timeline.kernels.stage, vec![Some(1), Some(0), None]);
+        assert_eq!(p.kernels[0].by_stage.len(), 2);
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn union_merges_overlaps() {
+        assert_eq!(union_len([(0, 10), (5, 15), (20, 30)]), 25);
+        assert_eq!(union_len(Vec::<(i64, i64)>::new()), 0);
+    }
+}

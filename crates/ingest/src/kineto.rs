@@ -1,0 +1,990 @@
+//! PyTorch profiler (Kineto) chrome trace, `.json` or `.json.gz`.
+//!
+//! Traces reach gigabytes, so the file is memory-mapped and parsed in one streaming pass:
+//! `traceEvents` is visited element by element into borrowed, typed events (no
+//! `serde_json::Value`), and only the handful of fields llmprof uses are kept, in compact
+//! integer form. Timestamps are read from the JSON number's text (`&RawValue`) and converted
+//! to integer nanoseconds exactly, without a lossy trip through `f64`.
+//!
+//! Stages are `user_annotation` events (`record_function`); kernels are attributed to them
+//! through their launching `cuda_runtime`/`cuda_driver` call (`args.correlation`), exactly as
+//! the Nsight Systems projection does. Operators (`cpu_op`) get device time from the GPU ops
+//! whose `args["External id"]` names them.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+use llmprof_bundle::{
+    Device, Launch, Operator, OperatorStage, Severity, Source, StageKind, ToolInfo,
+};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use crate::convert::TraceConverter;
+use crate::diagnostics::Diagnostics;
+use crate::error::{what::KINETO, IngestError};
+use crate::input;
+use crate::nsys::cuda_version;
+use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
+use crate::SourceFacts;
+
+/// One trace is one process as far as correlation ids go.
+const PROCESS: u64 = 0;
+
+/// What a Kineto trace yields besides the records fed to the converter.
+#[derive(Debug, Default)]
+pub struct KinetoInput {
+    pub facts: SourceFacts,
+    /// Operators; `by_stage[].stage` indexes [`KinetoInput::stage_names`] until
+    /// [`crate::resolve_operator_stages`] maps it to bundle stage ids.
+    pub operators: Vec<Operator>,
+    pub stage_names: Vec<String>,
+}
+
+/// Parses the trace at `path`. GPU ops, launches and annotations are fed to `conv` when it is
+/// given (i.e. when this trace is the run's timing source).
+pub fn read(
+    path: &Path,
+    conv: Option<&mut TraceConverter>,
+    diags: &mut Diagnostics,
+) -> Result<KinetoInput, IngestError> {
+    let bytes = input::read_bytes(KINETO, path)?;
+    let mut sink = Sink::new(conv, diags);
+    let header = {
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let header = TraceSeed { sink: &mut sink }
+            .deserialize(&mut de)
+            .and_then(|h| de.end().map(|()| h))
+            .map_err(|e| json_error(path, &e))?;
+        header
+    };
+    if !header.saw_events {
+        return Err(IngestError::invalid(
+            KINETO,
+            path,
+            "no `traceEvents` array: not a PyTorch profiler chrome trace \
+             (write one with `prof.export_chrome_trace(path)`)",
+        ));
+    }
+    let Sink {
+        conv,
+        diags,
+        strings,
+        ops,
+        annotations,
+        gpu_ops,
+        runtime_ext,
+        first_ts,
+        counts,
+        ..
+    } = sink;
+    if let Some(conv) = conv {
+        for a in &annotations {
+            conv.handle_range(RangeRecord {
+                thread: a.thread,
+                tid: a.tid,
+                domain: "",
+                name: &strings[a.name as usize],
+                kind: StageKind::Annotation,
+                start: a.start,
+                end: a.end,
+            });
+        }
+    }
+    report_counts(&counts, diags);
+    let (operators, stage_names) = operators(&strings, &ops, &annotations, &gpu_ops, &runtime_ext);
+    let mut facts = header.facts();
+    if let (Some(base), Some(first)) = (header.base_time_ns, first_ts) {
+        facts.captured_at_epoch_ns = Some(base + first);
+    }
+    Ok(KinetoInput {
+        facts,
+        operators,
+        stage_names,
+    })
+}
+
+fn json_error(path: &Path, e: &serde_json::Error) -> IngestError {
+    let message = match e.classify() {
+        serde_json::error::Category::Eof => format!(
+            "the JSON ends early ({e}); the trace looks truncated — was the profiler \
+             interrupted while writing it?"
+        ),
+        serde_json::error::Category::Syntax => format!("not valid JSON ({e})"),
+        serde_json::error::Category::Data => {
+            format!("JSON is not a PyTorch profiler chrome trace ({e})")
+        }
+        serde_json::error::Category::Io => format!("read error ({e})"),
+    };
+    IngestError::invalid(KINETO, path, message)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Top level
+
+#[derive(Debug, Default)]
+struct Header {
+    saw_events: bool,
+    devices: Vec<DeviceProps>,
+    cuda_driver_version: Option<u64>,
+    cuda_runtime_version: Option<u64>,
+    cupti_version: Option<u64>,
+    schema_version: Option<u64>,
+    base_time_ns: Option<i64>,
+}
+
+impl Header {
+    fn facts(&self) -> SourceFacts {
+        let mut facts = SourceFacts::default();
+        if let Some(d) = self.devices.first() {
+            facts.device = Some(Device {
+                name: d.name.clone().unwrap_or_else(|| "unknown GPU".into()),
+                index: d.id.map(|v| v as u32),
+                compute_capability: match (d.compute_major, d.compute_minor) {
+                    (Some(a), Some(b)) => Some(format!("{a}.{b}")),
+                    _ => None,
+                },
+                sm_count: d.num_sms.map(|v| v as u32),
+                memory_bytes: d.total_global_mem,
+                sources: vec![Source::Kineto],
+                ..Device::default()
+            });
+        }
+        let env = &mut facts.environment;
+        env.cuda_driver_version = self.cuda_driver_version.map(cuda_version);
+        env.cuda_runtime_version = self.cuda_runtime_version.map(cuda_version);
+        env.cupti_version = self.cupti_version.map(|v| v.to_string());
+        if let Some(v) = self.schema_version {
+            env.tools.push(ToolInfo {
+                name: "PyTorch profiler trace schema".into(),
+                version: v.to_string(),
+            });
+        }
+        facts
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct DeviceProps {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    id: Option<u64>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, rename = "totalGlobalMem", deserialize_with = "lenient_u64")]
+    total_global_mem: Option<u64>,
+    #[serde(default, rename = "computeMajor", deserialize_with = "lenient_u64")]
+    compute_major: Option<u64>,
+    #[serde(default, rename = "computeMinor", deserialize_with = "lenient_u64")]
+    compute_minor: Option<u64>,
+    #[serde(default, rename = "numSms", deserialize_with = "lenient_u64")]
+    num_sms: Option<u64>,
+}
+
+struct TraceSeed<'s, 'c, 'd> {
+    sink: &'s mut Sink<'c, 'd>,
+}
+
+impl<'de> DeserializeSeed<'de> for TraceSeed<'_, '_, '_> {
+    type Value = Header;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Header, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
+    type Value = Header;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object with `traceEvents`")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Header, A::Error> {
+        let mut h = Header::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "traceEvents" => {
+                    map.next_value_seed(EventsSeed {
+                        sink: &mut *self.sink,
+                    })?;
+                    h.saw_events = true;
+                }
+                "deviceProperties" => {
+                    h.devices = map.next_value::<Option<Vec<DeviceProps>>>()?.unwrap_or_default()
+                }
+                "cuda_driver_version" => h.cuda_driver_version = map.next_value::<Lenient>()?.u64(),
+                "cuda_runtime_version" => {
+                    h.cuda_runtime_version = map.next_value::<Lenient>()?.u64()
+                }
+                "cupti_version" => h.cupti_version = map.next_value::<Lenient>()?.u64(),
+                "schemaVersion" => h.schema_version = map.next_value::<Lenient>()?.u64(),
+                "baseTimeNanoseconds" => {
+                    h.base_time_ns = map.next_value::<Lenient>()?.i64();
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(h)
+    }
+}
+
+struct EventsSeed<'s, 'c, 'd> {
+    sink: &'s mut Sink<'c, 'd>,
+}
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_, '_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("the `traceEvents` array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(ev) = seq.next_element::<RawEvent<'de>>()? {
+            self.sink.event(ev);
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(borrow, default)]
+    ph: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    cat: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pid: Lenient,
+    #[serde(default)]
+    tid: Lenient,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dur: Option<&'a RawValue>,
+    #[serde(default)]
+    args: Option<RawArgs>,
+}
+
+#[derive(Default, Deserialize)]
+struct RawArgs {
+    #[serde(default, rename = "External id")]
+    external_id: Lenient,
+    #[serde(default)]
+    correlation: Lenient,
+    #[serde(default)]
+    stream: Lenient,
+    #[serde(default)]
+    grid: Dims,
+    #[serde(default)]
+    block: Dims,
+    #[serde(default, rename = "registers per thread")]
+    registers: Lenient,
+    #[serde(default)]
+    bytes: Lenient,
+}
+
+/// A scalar that may be an integer, a float, a string or something else; never fails.
+#[derive(Debug, Default, Clone, PartialEq)]
+enum Lenient {
+    #[default]
+    Missing,
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Other,
+}
+
+impl Lenient {
+    fn i64(&self) -> Option<i64> {
+        match self {
+            Lenient::Int(v) => Some(*v),
+            Lenient::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e18 => Some(*f as i64),
+            Lenient::Str(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+    fn u64(&self) -> Option<u64> {
+        self.i64().and_then(|v| u64::try_from(v).ok())
+    }
+    /// A key for a pid/tid that may be a number or a string.
+    fn id_key(&self) -> IdKey {
+        match self {
+            Lenient::Int(v) => IdKey::Int(*v),
+            Lenient::Str(s) => IdKey::Str(s.clone()),
+            Lenient::Float(f) => IdKey::Int(*f as i64),
+            _ => IdKey::None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Lenient {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Lenient;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Lenient, E> {
+                Ok(Lenient::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Lenient, E> {
+                Ok(i64::try_from(v).map_or(Lenient::Float(v as f64), Lenient::Int))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Lenient, E> {
+                Ok(Lenient::Float(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient, E> {
+                Ok(Lenient::Str(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient, E> {
+                Ok(Lenient::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Lenient, E> {
+                Ok(Lenient::Other)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Lenient, E> {
+                Ok(Lenient::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Lenient, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Lenient::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Lenient, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Lenient::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Lenient::deserialize(d)?.u64())
+}
+
+/// `[x, y, z]` launch dimensions; anything else is `None`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Dims(Option<[u32; 3]>);
+
+impl<'de> Deserialize<'de> for Dims {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Lenient::deserialize_dims(d)? {
+            Some(v) => Ok(Dims(Some(v))),
+            None => Ok(Dims(None)),
+        }
+    }
+}
+
+impl Lenient {
+    fn deserialize_dims<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u32; 3]>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Option<[u32; 3]>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("launch dimensions")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+                let mut out = [1u32; 3];
+                let mut n = 0;
+                let mut ok = true;
+                while let Some(v) = s.next_element::<Lenient>()? {
+                    match (n < 3, v.u64().and_then(|x| u32::try_from(x).ok())) {
+                        (true, Some(x)) => out[n] = x,
+                        _ => ok = false,
+                    }
+                    n += 1;
+                }
+                Ok((ok && n == 3).then_some(out))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(None)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum IdKey {
+    None,
+    Int(i64),
+    Str(String),
+}
+
+/// Microseconds as JSON number text (`4448858842985.461`) to integer nanoseconds, exactly:
+/// digits past the third decimal are rounded half up. `None` for text that is not a finite,
+/// non-exponent decimal number within range, where it falls back to `f64`.
+pub(crate) fn micros_text_to_ns(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (neg, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let (int_part, frac_part) = match digits.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (digits, ""),
+    };
+    let plain = !int_part.is_empty()
+        && int_part.bytes().all(|b| b.is_ascii_digit())
+        && frac_part.bytes().all(|b| b.is_ascii_digit());
+    if !plain {
+        // Exponent notation or garbage: take the f64 route.
+        let v: f64 = t.parse().ok()?;
+        let ns = (v * 1000.0).round();
+        return (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64);
+    }
+    let mut ns: i64 = int_part.parse::<i64>().ok()?.checked_mul(1000)?;
+    let f = frac_part.as_bytes();
+    let mut frac_ns = 0i64;
+    for i in 0..3 {
+        frac_ns = frac_ns * 10 + f.get(i).map_or(0, |b| (b - b'0') as i64);
+    }
+    if f.get(3).is_some_and(|&b| b >= b'5') {
+        frac_ns += 1;
+    }
+    ns = ns.checked_add(frac_ns)?;
+    Some(if neg { -ns } else { ns })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sink: keeps what llmprof needs of each event.
+
+#[derive(Debug)]
+struct CpuOp {
+    thread: u64,
+    start: i64,
+    end: i64,
+    name: u32,
+    external_id: Option<i64>,
+}
+
+#[derive(Debug)]
+struct Annotation {
+    thread: u64,
+    tid: u64,
+    start: i64,
+    end: i64,
+    name: u32,
+}
+
+#[derive(Debug)]
+struct DeviceOp {
+    external_id: Option<i64>,
+    correlation: Option<i64>,
+    dur: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    skipped_no_time: u64,
+    skipped_no_time_example: Option<String>,
+    unknown_cat: HashMap<String, u64>,
+    gpu_without_correlation: u64,
+    gpu_without_correlation_example: Option<String>,
+    negative_dur: u64,
+    negative_dur_example: Option<String>,
+}
+
+struct Sink<'c, 'd> {
+    conv: Option<&'c mut TraceConverter>,
+    diags: &'d mut Diagnostics,
+    strings: Vec<String>,
+    string_ids: HashMap<String, u32>,
+    threads: HashMap<(IdKey, IdKey), u64>,
+    ops: Vec<CpuOp>,
+    annotations: Vec<Annotation>,
+    gpu_ops: Vec<DeviceOp>,
+    /// correlation id -> External id of the launching runtime call.
+    runtime_ext: HashMap<i64, i64>,
+    first_ts: Option<i64>,
+    counts: Counts,
+}
+
+impl<'c, 'd> Sink<'c, 'd> {
+    fn new(conv: Option<&'c mut TraceConverter>, diags: &'d mut Diagnostics) -> Self {
+        Sink {
+            conv,
+            diags,
+            strings: Vec::new(),
+            string_ids: HashMap::new(),
+            threads: HashMap::new(),
+            ops: Vec::new(),
+            annotations: Vec::new(),
+            gpu_ops: Vec::new(),
+            runtime_ext: HashMap::new(),
+            first_ts: None,
+            counts: Counts::default(),
+        }
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.string_ids.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.string_ids.insert(s.to_string(), id);
+        id
+    }
+
+    fn thread(&mut self, pid: &Lenient, tid: &Lenient) -> u64 {
+        let key = (pid.id_key(), tid.id_key());
+        let next = self.threads.len() as u64;
+        *self.threads.entry(key).or_insert(next)
+    }
+
+    fn event(&mut self, ev: RawEvent<'_>) {
+        if ev.ph.as_deref() != Some("X") {
+            return; // flows, metadata, instant events, counters
+        }
+        let cat = ev.cat.as_deref().unwrap_or("");
+        let wanted = matches!(
+            cat,
+            "cpu_op"
+                | "user_annotation"
+                | "kernel"
+                | "gpu_memcpy"
+                | "gpu_memset"
+                | "cuda_runtime"
+                | "cuda_driver"
+        );
+        if !wanted {
+            if !matches!(
+                cat,
+                "gpu_user_annotation"
+                    | "python_function"
+                    | "overhead"
+                    | "Trace"
+                    | "cuda_sync"
+                    | "cuda_profiler_range"
+                    | "cpu_instant_event"
+                    | "fwdbwd"
+                    | "ac2g"
+            ) {
+                *self.counts.unknown_cat.entry(cat.to_string()).or_default() += 1;
+            }
+            return;
+        }
+        let name = ev.name.as_deref().unwrap_or("");
+        let start = ev.ts.and_then(|t| micros_text_to_ns(t.get()));
+        let dur = ev.dur.and_then(|t| micros_text_to_ns(t.get()));
+        let (Some(start), Some(dur)) = (start, dur) else {
+            self.counts.skipped_no_time += 1;
+            self.counts
+                .skipped_no_time_example
+                .get_or_insert_with(|| format!("{cat} `{name}`"));
+            return;
+        };
+        if dur < 0 {
+            self.counts.negative_dur += 1;
+            self.counts
+                .negative_dur_example
+                .get_or_insert_with(|| format!("{cat} `{name}` dur {dur} ns"));
+            return;
+        }
+        let end = start + dur;
+        self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
+        let args = ev.args.unwrap_or_default();
+        match cat {
+            "cpu_op" => {
+                let thread = self.thread(&ev.pid, &ev.tid);
+                let name = self.intern(name);
+                self.ops.push(CpuOp {
+                    thread,
+                    start,
+                    end,
+                    name,
+                    external_id: args.external_id.i64(),
+                });
+            }
+            "user_annotation" => {
+                let thread = self.thread(&ev.pid, &ev.tid);
+                let name = self.intern(name);
+                self.annotations.push(Annotation {
+                    thread,
+                    tid: ev.tid.u64().unwrap_or(0),
+                    start,
+                    end,
+                    name,
+                });
+            }
+            "cuda_runtime" | "cuda_driver" => {
+                let Some(correlation) = args.correlation.i64() else {
+                    return;
+                };
+                if let Some(ext) = args.external_id.i64() {
+                    self.runtime_ext.insert(correlation, ext);
+                }
+                let thread = self.thread(&ev.pid, &ev.tid);
+                if let Some(conv) = self.conv.as_deref_mut() {
+                    conv.handle_launch(LaunchRecord {
+                        process: PROCESS,
+                        thread,
+                        start,
+                        correlation,
+                    });
+                }
+            }
+            _ => self.gpu_event(cat, name, start, end, &args, &ev.tid),
+        }
+    }
+
+    fn gpu_event(
+        &mut self,
+        cat: &str,
+        name: &str,
+        start: i64,
+        end: i64,
+        args: &RawArgs,
+        tid: &Lenient,
+    ) {
+        let correlation = args.correlation.i64();
+        if correlation.is_none() {
+            self.counts.gpu_without_correlation += 1;
+            self.counts
+                .gpu_without_correlation_example
+                .get_or_insert_with(|| format!("{cat} `{name}`"));
+        }
+        self.gpu_ops.push(DeviceOp {
+            external_id: args.external_id.i64(),
+            correlation,
+            dur: (end - start) as u64,
+        });
+        let Some(conv) = self.conv.as_deref_mut() else {
+            return;
+        };
+        let bytes = args.bytes.u64().unwrap_or(0);
+        let op = match cat {
+            "kernel" => GpuOp::Kernel {
+                name,
+                short_name: None,
+                launch: match (args.grid.0, args.block.0) {
+                    (Some(grid), Some(block)) => Some(Launch {
+                        grid,
+                        block,
+                        registers_per_thread: args.registers.u64().map(|v| v as u32),
+                    }),
+                    _ => None,
+                },
+            },
+            "gpu_memcpy" => GpuOp::Memcpy {
+                direction: memcpy_direction(name),
+                bytes,
+            },
+            _ => GpuOp::Memset { bytes },
+        };
+        conv.handle_gpu_op(GpuOpRecord {
+            process: PROCESS,
+            correlation,
+            // GPU events use tid = stream.
+            stream: args.stream.u64().or(tid.u64()).unwrap_or(0),
+            start,
+            end,
+            op,
+        });
+    }
+}
+
+/// Kineto names memcpys `Memcpy HtoD (Pageable -> Device)`; Nsight Systems words the
+/// direction `Host-to-Device`. Use the latter so both sources give the same kernel rows.
+fn memcpy_direction(name: &str) -> &'static str {
+    let n = name.to_ascii_uppercase();
+    if n.contains("HTOD") {
+        "Host-to-Device"
+    } else if n.contains("DTOH") {
+        "Device-to-Host"
+    } else if n.contains("DTOD") {
+        "Device-to-Device"
+    } else if n.contains("HTOH") {
+        "Host-to-Host"
+    } else if n.contains("PTOP") {
+        "Peer-to-Peer"
+    } else {
+        "Unknown"
+    }
+}
+
+fn report_counts(c: &Counts, diags: &mut Diagnostics) {
+    diags.note_n(
+        "kineto.event_without_time",
+        Severity::Warning,
+        c.skipped_no_time,
+        || "complete events (`ph: X`) without a numeric `ts`/`dur` were skipped".into(),
+        || c.skipped_no_time_example.clone().unwrap_or_default(),
+    );
+    diags.note_n(
+        "kineto.negative_duration",
+        Severity::Warning,
+        c.negative_dur,
+        || "events with a negative duration were skipped".into(),
+        || c.negative_dur_example.clone().unwrap_or_default(),
+    );
+    diags.note_n(
+        "kineto.gpu_op_without_correlation",
+        Severity::Warning,
+        c.gpu_without_correlation,
+        || {
+            "GPU ops without `args.correlation` cannot be tied to their launch: they count in \
+             the kernel table but in no stage"
+                .into()
+        },
+        || c.gpu_without_correlation_example.clone().unwrap_or_default(),
+    );
+    let mut unknown: Vec<_> = c.unknown_cat.iter().collect();
+    unknown.sort();
+    let total: u64 = unknown.iter().map(|(_, n)| **n).sum();
+    diags.note_n(
+        "kineto.unknown_category",
+        Severity::Info,
+        total,
+        || "events of categories llmprof does not use were ignored".into(),
+        || {
+            unknown
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operators
+
+#[derive(Debug, Default, Clone)]
+struct OpAgg {
+    calls: u64,
+    cpu_total: u64,
+    cpu_self: u64,
+    device_total: u64,
+    device_self: u64,
+    gpu_ops: u64,
+    by_stage: HashMap<u32, OperatorStage>,
+}
+
+/// Aggregates `cpu_op` events per name; see the bundle docs for self vs inclusive columns.
+fn operators(
+    strings: &[String],
+    ops: &[CpuOp],
+    annotations: &[Annotation],
+    gpu_ops: &[DeviceOp],
+    runtime_ext: &HashMap<i64, i64>,
+) -> (Vec<Operator>, Vec<String>) {
+    // Device time launched directly by each op.
+    let by_ext: HashMap<i64, usize> = ops
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.external_id.map(|e| (e, i)))
+        .collect();
+    let mut device_self = vec![0u64; ops.len()];
+    let mut direct_ops = vec![0u64; ops.len()];
+    for g in gpu_ops {
+        let ext = g
+            .external_id
+            .or_else(|| g.correlation.and_then(|c| runtime_ext.get(&c).copied()));
+        if let Some(&i) = ext.and_then(|e| by_ext.get(&e)) {
+            device_self[i] += g.dur;
+            direct_ops[i] += 1;
+        }
+    }
+
+    // Nesting per thread: parent, self time, inclusive device time, same-name ancestry.
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by_key(|&i| (ops[i].thread, ops[i].start, std::cmp::Reverse(ops[i].end)));
+    let mut parent: Vec<Option<usize>> = vec![None; ops.len()];
+    let mut nested_in_same_name = vec![false; ops.len()];
+    let mut child_cpu = vec![0u64; ops.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut current_thread = None;
+    for &i in &order {
+        let op = &ops[i];
+        if current_thread != Some(op.thread) {
+            stack.clear();
+            current_thread = Some(op.thread);
+        }
+        while stack.last().is_some_and(|&top| ops[top].end <= op.start) {
+            stack.pop();
+        }
+        if let Some(&p) = stack.last() {
+            parent[i] = Some(p);
+            child_cpu[p] += (op.end - op.start) as u64;
+        }
+        nested_in_same_name[i] = stack.iter().any(|&a| ops[a].name == op.name);
+        stack.push(i);
+    }
+    let mut device_total = device_self.clone();
+    for &i in order.iter().rev() {
+        if let Some(p) = parent[i] {
+            device_total[p] += device_total[i];
+        }
+    }
+
+    // Innermost annotation enclosing each op's start, on the op's thread.
+    let stage_of = innermost_annotation(ops, annotations);
+    let mut stage_names: Vec<String> = Vec::new();
+    let mut stage_ids: HashMap<u32, u32> = HashMap::new();
+
+    let mut aggs: HashMap<u32, OpAgg> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        let dur = (op.end - op.start) as u64;
+        let self_cpu = dur.saturating_sub(child_cpu[i]);
+        let outermost = !nested_in_same_name[i];
+        let a = aggs.entry(op.name).or_default();
+        a.calls += 1;
+        a.cpu_self += self_cpu;
+        a.device_self += device_self[i];
+        a.gpu_ops += direct_ops[i];
+        if outermost {
+            a.cpu_total += dur;
+            a.device_total += device_total[i];
+        }
+        if let Some(ann) = stage_of[i] {
+            let name = annotations[ann].name;
+            let next = stage_names.len() as u32;
+            let sid = *stage_ids.entry(name).or_insert(next);
+            if sid == next {
+                stage_names.push(strings[name as usize].clone());
+            }
+            let s = a.by_stage.entry(sid).or_insert(OperatorStage {
+                stage: sid,
+                calls: 0,
+                cpu_total_ns: 0,
+                cpu_self_ns: 0,
+                device_ns: 0,
+            });
+            s.calls += 1;
+            s.cpu_self_ns += self_cpu;
+            if outermost {
+                s.cpu_total_ns += dur;
+                s.device_ns += device_total[i];
+            }
+        }
+    }
+    let mut out: Vec<Operator> = aggs
+        .into_iter()
+        .map(|(name, a)| {
+            let mut by_stage: Vec<OperatorStage> = a.by_stage.into_values().collect();
+            by_stage.sort_by_key(|s| s.stage);
+            Operator {
+                name: strings[name as usize].clone(),
+                calls: a.calls,
+                cpu_total_ns: a.cpu_total,
+                cpu_self_ns: a.cpu_self,
+                device_ns: a.device_total,
+                device_self_ns: a.device_self,
+                gpu_ops: a.gpu_ops,
+                cpu_mean_ns: a.cpu_total as f64 / a.calls.max(1) as f64,
+                device_mean_ns: a.device_total as f64 / a.calls.max(1) as f64,
+                by_stage,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.device_ns
+            .cmp(&a.device_ns)
+            .then(b.cpu_total_ns.cmp(&a.cpu_total_ns))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    (out, stage_names)
+}
+
+/// For each op, the index of the innermost annotation on its thread that contains its start.
+fn innermost_annotation(ops: &[CpuOp], annotations: &[Annotation]) -> Vec<Option<usize>> {
+    let mut out = vec![None; ops.len()];
+    if annotations.is_empty() {
+        return out;
+    }
+    let mut by_thread: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, a) in annotations.iter().enumerate() {
+        by_thread.entry(a.thread).or_default().push(i);
+    }
+    for list in by_thread.values_mut() {
+        list.sort_by_key(|&i| (annotations[i].start, std::cmp::Reverse(annotations[i].end)));
+    }
+    let mut op_order: Vec<usize> = (0..ops.len())
+        .filter(|&i| by_thread.contains_key(&ops[i].thread))
+        .collect();
+    op_order.sort_by_key(|&i| (ops[i].thread, ops[i].start));
+    let mut active: Vec<usize> = Vec::new();
+    let mut next = 0;
+    let mut current = None;
+    for i in op_order {
+        let op = &ops[i];
+        let Some(anns) = by_thread.get(&op.thread) else {
+            continue;
+        };
+        if current != Some(op.thread) {
+            current = Some(op.thread);
+            active.clear();
+            next = 0;
+        }
+        while next < anns.len() && annotations[anns[next]].start <= op.start {
+            active.push(anns[next]);
+            next += 1;
+        }
+        active.retain(|&a| annotations[a].end > op.start);
+        out[i] = active.last().copied();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn microsecond_text_converts_exactly() {
+        // Real timestamps of the H200 trace; f64 * 1000 gets some of these wrong by 1 ns.
+        assert_eq!(micros_text_to_ns("4448858842985.461"), Some(4448858842985461));
+        assert_eq!(micros_text_to_ns("4448860991529.362"), Some(4448860991529362));
+        assert_eq!(micros_text_to_ns("0.928"), Some(928));
+        assert_eq!(micros_text_to_ns("12"), Some(12000));
+        assert_eq!(micros_text_to_ns("1.5"), Some(1500));
+        assert_eq!(micros_text_to_ns("0.0005"), Some(1));
+        assert_eq!(micros_text_to_ns("1.2e3"), Some(1_200_000));
+        assert_eq!(micros_text_to_ns("-2.5"), Some(-2500));
+        assert_eq!(micros_text_to_ns("abc"), None);
+    }
+
+    #[test]
+    fn memcpy_directions_use_nsys_words() {
+        assert_eq!(memcpy_direction("Memcpy HtoD (Pageable -> Device)"), "Host-to-Device");
+        assert_eq!(memcpy_direction("Memcpy DtoD (Device -> Device)"), "Device-to-Device");
+    }
+}

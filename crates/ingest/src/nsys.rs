@@ -1,0 +1,650 @@
+//! Nsight Systems SQLite export (`nsys export --type sqlite`).
+//!
+//! Exports carry no indexes and their tables and columns change between schema versions, so
+//! every table and column is checked (`sqlite_master`, `PRAGMA table_info`) before it is read,
+//! and enum values (NVTX event types, memcpy directions) are read from the export's own
+//! `ENUM_*` tables rather than hard-coded.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::Path;
+
+use llmprof_bundle::{Device, Launch, Severity, Source, StageKind, ToolInfo};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::convert::TraceConverter;
+use crate::diagnostics::Diagnostics;
+use crate::error::{what::NSYS, IngestError};
+use crate::input;
+use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
+use crate::SourceFacts;
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Bits of `globalTid` below the process id: `globalTid = hw << 56 | pid << 24 | tid`.
+const TID_BITS: u64 = 0xFF_FFFF;
+
+/// Reads the export at `path` into `conv`; returns what it reveals about the device and the
+/// environment.
+pub fn read(
+    path: &Path,
+    conv: &mut TraceConverter,
+    diags: &mut Diagnostics,
+) -> Result<SourceFacts, IngestError> {
+    input::open_file(NSYS, path)?;
+    // SQLite needs a real file: inflate gzip exports to a temporary file first.
+    let inflated;
+    let db_path = if input::is_gzip(path) {
+        inflated = input::gunzip_to_temp(NSYS, path)?;
+        inflated.path().to_path_buf()
+    } else {
+        path.to_path_buf()
+    };
+    check_magic(path, &db_path)?;
+    let conn = Connection::open_with_flags(
+        &db_path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| IngestError::invalid(NSYS, path, format!("cannot open as SQLite: {e}")))?;
+    let db = Export {
+        conn,
+        path,
+        tables: HashSet::new(),
+    }
+    .load_tables()?;
+    db.read_into(conv, diags)
+}
+
+fn check_magic(path: &Path, db_path: &Path) -> Result<(), IngestError> {
+    let mut head = [0u8; 16];
+    let n = std::fs::File::open(db_path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| IngestError::io(NSYS, path, e))?;
+    if n == 16 && &head == SQLITE_MAGIC {
+        return Ok(());
+    }
+    let is_rep = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("nsys-rep") || e.eq_ignore_ascii_case("qdrep"));
+    let hint = if is_rep {
+        "this is an Nsight Systems report, not its SQLite export; run \
+         `nsys export --type sqlite <file>.nsys-rep` (llmprof does this itself when `nsys` is on PATH)"
+    } else {
+        "not an SQLite database; pass the output of `nsys export --type sqlite`"
+    };
+    Err(IngestError::invalid(NSYS, path, hint))
+}
+
+struct Export<'p> {
+    conn: Connection,
+    path: &'p Path,
+    tables: HashSet<String>,
+}
+
+fn sql_err(path: &Path, what: &str, e: rusqlite::Error) -> IngestError {
+    IngestError::invalid(NSYS, path, format!("cannot read {what}: {e}"))
+}
+
+impl Export<'_> {
+    fn load_tables(mut self) -> Result<Self, IngestError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .map_err(|e| {
+                IngestError::invalid(NSYS, self.path, format!("not a readable SQLite database: {e}"))
+            })?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<HashSet<_>, _>>())
+            .map_err(|e| {
+                IngestError::invalid(NSYS, self.path, format!("not a readable SQLite database: {e}"))
+            })?;
+        drop(stmt);
+        self.tables = names;
+        Ok(self)
+    }
+
+    fn has(&self, table: &str) -> bool {
+        self.tables.contains(table)
+    }
+
+    fn columns(&self, table: &str) -> HashSet<String> {
+        let Ok(mut stmt) = self.conn.prepare(&format!("PRAGMA table_info({table})")) else {
+            return HashSet::new();
+        };
+        stmt.query_map([], |r| r.get::<_, String>(1))
+            .and_then(|rows| rows.collect())
+            .unwrap_or_default()
+    }
+
+    fn read_into(
+        &self,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<SourceFacts, IngestError> {
+        const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+        const NVTX: &str = "NVTX_EVENTS";
+        if !self.has(KERNEL) && !self.has(NVTX) {
+            return Err(IngestError::invalid(
+                NSYS,
+                self.path,
+                "lacks the Nsight Systems tables (no CUPTI_ACTIVITY_KIND_KERNEL, no NVTX_EVENTS); \
+                 pass the output of `nsys export --type sqlite` of a profile taken with `-t cuda,nvtx`",
+            ));
+        }
+        let strings = self.strings()?;
+        self.read_ranges(&strings, conv, diags)?;
+        self.read_launches(conv)?;
+        let device_id = self.read_kernels(&strings, conv, diags)?;
+        self.read_memops(conv)?;
+        if !self.has(KERNEL) {
+            diags.note(
+                "nsys.no_kernel_table",
+                Severity::Warning,
+                || {
+                    "the export has no CUPTI_ACTIVITY_KIND_KERNEL table: no CUDA trace was \
+                     collected (profile with `nsys profile -t cuda,nvtx`); stages have no GPU time"
+                        .into()
+                },
+                String::new,
+            );
+        }
+        Ok(self.facts(device_id))
+    }
+
+    fn strings(&self) -> Result<HashMap<i64, String>, IngestError> {
+        if !self.has("StringIds") {
+            return Ok(HashMap::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, value FROM StringIds")
+            .map_err(|e| sql_err(self.path, "StringIds", e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect::<Result<HashMap<_, _>, _>>())
+            .map_err(|e| sql_err(self.path, "StringIds", e))?;
+        Ok(rows)
+    }
+
+    /// Values of an `ENUM_*` table by its `name` column.
+    fn enum_ids(&self, table: &str) -> HashMap<String, i64> {
+        if !self.has(table) {
+            return HashMap::new();
+        }
+        let Ok(mut stmt) = self.conn.prepare(&format!("SELECT id, name FROM {table}")) else {
+            return HashMap::new();
+        };
+        stmt.query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, i64>(0)?)))
+            .and_then(|rows| rows.collect())
+            .unwrap_or_default()
+    }
+
+    fn read_ranges(
+        &self,
+        strings: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<(), IngestError> {
+        const NVTX: &str = "NVTX_EVENTS";
+        if !self.has(NVTX) {
+            diags.note(
+                "nsys.no_nvtx",
+                Severity::Warning,
+                || {
+                    "the export has no NVTX_EVENTS table: the workload marked no NVTX ranges (or \
+                     nsys ran without `-t nvtx`), so there are no stages"
+                        .into()
+                },
+                String::new,
+            );
+            return Ok(());
+        }
+        let cols = self.columns(NVTX);
+        let types = self.enum_ids("ENUM_NSYS_EVENT_TYPE");
+        let id = |name: &str, fallback: i64| types.get(name).copied().unwrap_or(fallback);
+        let push_pop = id("NvtxPushPopRange", 59);
+        let start_end = id("NvtxStartEndRange", 60);
+        let domain_create = id("NvtxDomainCreate", 75);
+        let mark = id("NvtxMark", 34);
+        let text_expr = match (cols.contains("text"), cols.contains("textId")) {
+            (true, true) => "text, textId",
+            (true, false) => "text, NULL",
+            (false, true) => "NULL, textId",
+            (false, false) => "NULL, NULL",
+        };
+        let domain_expr = if cols.contains("domainId") {
+            "domainId"
+        } else {
+            "0"
+        };
+        let sql = format!(
+            "SELECT start, end, eventType, {text_expr}, globalTid, {domain_expr} FROM {NVTX}"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| sql_err(self.path, NVTX, e))?;
+        struct Row {
+            start: i64,
+            end: Option<i64>,
+            kind: i64,
+            text: Option<String>,
+            tid: u64,
+            domain: i64,
+        }
+        let rows = stmt
+            .query_map([], |r| {
+                let text: Option<String> = r.get(3)?;
+                let text_id: Option<i64> = r.get(4)?;
+                Ok(Row {
+                    start: r.get(0)?,
+                    end: r.get(1)?,
+                    kind: r.get(2)?,
+                    text: text.or_else(|| text_id.and_then(|i| strings.get(&i).cloned())),
+                    tid: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+                    domain: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
+                })
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| sql_err(self.path, NVTX, e))?;
+        let mut domains: HashMap<i64, String> = HashMap::new();
+        for r in rows.iter().filter(|r| r.kind == domain_create) {
+            domains.insert(r.domain, r.text.clone().unwrap_or_default());
+        }
+        let mut marks = 0u64;
+        for r in &rows {
+            let kind = if r.kind == push_pop {
+                StageKind::PushPop
+            } else if r.kind == start_end {
+                StageKind::StartEnd
+            } else {
+                if r.kind == mark {
+                    marks += 1;
+                }
+                continue;
+            };
+            let Some(end) = r.end else {
+                diags.note(
+                    "nsys.nvtx_range_not_closed",
+                    Severity::Warning,
+                    || {
+                        "NVTX ranges that were never closed (no pop/end before the capture \
+                         stopped) were skipped"
+                            .into()
+                    },
+                    || format!("`{}` started at {}", r.text.as_deref().unwrap_or(""), r.start),
+                );
+                continue;
+            };
+            let domain = domains.get(&r.domain).map(String::as_str).unwrap_or("");
+            conv.handle_range(RangeRecord {
+                thread: r.tid,
+                tid: r.tid & TID_BITS,
+                domain,
+                name: r.text.as_deref().unwrap_or(""),
+                kind,
+                start: r.start,
+                end,
+            });
+        }
+        diags.note_n(
+            "nsys.nvtx_marks",
+            Severity::Info,
+            marks,
+            || "NVTX marks (instant events) are not stages and were not used".into(),
+            String::new,
+        );
+        Ok(())
+    }
+
+    fn read_launches(&self, conv: &mut TraceConverter) -> Result<(), IngestError> {
+        for table in ["CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"] {
+            if !self.has(table) {
+                continue;
+            }
+            let mut stmt = self
+                .conn
+                .prepare(&format!(
+                    "SELECT start, globalTid, correlationId FROM {table} \
+                     WHERE correlationId IS NOT NULL"
+                ))
+                .map_err(|e| sql_err(self.path, table, e))?;
+            let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, table, e))?;
+            while let Some(r) = rows.next().map_err(|e| sql_err(self.path, table, e))? {
+                let tid = r.get::<_, i64>(1).map_err(|e| sql_err(self.path, table, e))? as u64;
+                conv.handle_launch(LaunchRecord {
+                    process: tid & !TID_BITS,
+                    thread: tid,
+                    start: r.get(0).map_err(|e| sql_err(self.path, table, e))?,
+                    correlation: r.get(2).map_err(|e| sql_err(self.path, table, e))?,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds kernels; returns the device that ran most of them.
+    fn read_kernels(
+        &self,
+        strings: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<Option<i64>, IngestError> {
+        const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+        if !self.has(KERNEL) {
+            return Ok(None);
+        }
+        let cols = self.columns(KERNEL);
+        let col = |c: &str| if cols.contains(c) { c.to_string() } else { "NULL".to_string() };
+        let sql = format!(
+            "SELECT start, end, streamId, correlationId, globalPid, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {KERNEL}",
+            col("demangledName"),
+            col("shortName"),
+            col("mangledName"),
+            col("gridX"),
+            col("gridY"),
+            col("gridZ"),
+            col("blockX"),
+            col("blockY"),
+            col("blockZ"),
+            col("registersPerThread"),
+            col("deviceId"),
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| sql_err(self.path, KERNEL, e))?;
+        let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, KERNEL, e))?;
+        let mut devices: HashMap<i64, u64> = HashMap::new();
+        let err = |e| sql_err(self.path, KERNEL, e);
+        while let Some(r) = rows.next().map_err(err)? {
+            let name_id: Option<i64> = r
+                .get::<_, Option<i64>>(5)
+                .map_err(err)?
+                .or(r.get::<_, Option<i64>>(7).map_err(err)?);
+            let Some(name) = name_id.and_then(|i| strings.get(&i)) else {
+                diags.note(
+                    "nsys.kernel_without_name",
+                    Severity::Warning,
+                    || "kernels whose name id is not in StringIds were skipped".into(),
+                    || format!("kernel row with name id {name_id:?}"),
+                );
+                continue;
+            };
+            let short = r
+                .get::<_, Option<i64>>(6)
+                .map_err(err)?
+                .and_then(|i| strings.get(&i))
+                .map(String::as_str);
+            let dim = |i: usize| -> Result<Option<u32>, IngestError> {
+                Ok(r.get::<_, Option<i64>>(i).map_err(err)?.map(|v| v as u32))
+            };
+            let launch = match (dim(8)?, dim(9)?, dim(10)?, dim(11)?, dim(12)?, dim(13)?) {
+                (Some(gx), Some(gy), Some(gz), Some(bx), Some(by), Some(bz)) => Some(Launch {
+                    grid: [gx, gy, gz],
+                    block: [bx, by, bz],
+                    registers_per_thread: dim(14)?,
+                }),
+                _ => None,
+            };
+            if let Some(dev) = r.get::<_, Option<i64>>(15).map_err(err)? {
+                *devices.entry(dev).or_default() += 1;
+            }
+            conv.handle_gpu_op(GpuOpRecord {
+                process: r.get::<_, i64>(4).map_err(err)? as u64,
+                correlation: r.get(3).map_err(err)?,
+                stream: r.get::<_, i64>(2).map_err(err)? as u64,
+                start: r.get(0).map_err(err)?,
+                end: r.get(1).map_err(err)?,
+                op: GpuOp::Kernel {
+                    name,
+                    short_name: short,
+                    launch,
+                },
+            });
+        }
+        if devices.len() > 1 {
+            let mut list: Vec<_> = devices.iter().collect();
+            list.sort();
+            diags.note(
+                "nsys.multiple_devices",
+                Severity::Info,
+                || "kernels ran on several GPUs; `device` describes the one that ran most".into(),
+                || format!("kernels per device id: {list:?}"),
+            );
+        }
+        Ok(devices.into_iter().max_by_key(|&(d, n)| (n, -d)).map(|(d, _)| d))
+    }
+
+    fn read_memops(&self, conv: &mut TraceConverter) -> Result<(), IngestError> {
+        const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
+        const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+        if self.has(MEMCPY) {
+            let directions = self.enum_labels("ENUM_CUDA_MEMCPY_OPER");
+            let mut stmt = self
+                .conn
+                .prepare(&format!(
+                    "SELECT start, end, streamId, correlationId, globalPid, bytes, copyKind FROM {MEMCPY}"
+                ))
+                .map_err(|e| sql_err(self.path, MEMCPY, e))?;
+            let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, MEMCPY, e))?;
+            let err = |e| sql_err(self.path, MEMCPY, e);
+            while let Some(r) = rows.next().map_err(err)? {
+                let kind: Option<i64> = r.get(6).map_err(err)?;
+                let direction = kind
+                    .and_then(|k| directions.get(&k))
+                    .map(String::as_str)
+                    .unwrap_or("Unknown");
+                conv.handle_gpu_op(GpuOpRecord {
+                    process: r.get::<_, i64>(4).map_err(err)? as u64,
+                    correlation: r.get(3).map_err(err)?,
+                    stream: r.get::<_, i64>(2).map_err(err)? as u64,
+                    start: r.get(0).map_err(err)?,
+                    end: r.get(1).map_err(err)?,
+                    op: GpuOp::Memcpy {
+                        direction,
+                        bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
+                    },
+                });
+            }
+        }
+        if self.has(MEMSET) {
+            let mut stmt = self
+                .conn
+                .prepare(&format!(
+                    "SELECT start, end, streamId, correlationId, globalPid, bytes FROM {MEMSET}"
+                ))
+                .map_err(|e| sql_err(self.path, MEMSET, e))?;
+            let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, MEMSET, e))?;
+            let err = |e| sql_err(self.path, MEMSET, e);
+            while let Some(r) = rows.next().map_err(err)? {
+                conv.handle_gpu_op(GpuOpRecord {
+                    process: r.get::<_, i64>(4).map_err(err)? as u64,
+                    correlation: r.get(3).map_err(err)?,
+                    stream: r.get::<_, i64>(2).map_err(err)? as u64,
+                    start: r.get(0).map_err(err)?,
+                    end: r.get(1).map_err(err)?,
+                    op: GpuOp::Memset {
+                        bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `id -> label` of an `ENUM_*` table (`Host-to-Device` style labels).
+    fn enum_labels(&self, table: &str) -> HashMap<i64, String> {
+        if !self.has(table) {
+            return HashMap::new();
+        }
+        let Ok(mut stmt) = self.conn.prepare(&format!("SELECT id, label FROM {table}")) else {
+            return HashMap::new();
+        };
+        stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect())
+            .unwrap_or_default()
+    }
+
+    /// `name -> value` pairs of a two-column metadata table.
+    fn name_values(&self, table: &str) -> HashMap<String, String> {
+        if !self.has(table) {
+            return HashMap::new();
+        }
+        let Ok(mut stmt) = self
+            .conn
+            .prepare(&format!("SELECT name, CAST(value AS TEXT) FROM {table}"))
+        else {
+            return HashMap::new();
+        };
+        let mut out = HashMap::new();
+        if let Ok(rows) = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        }) {
+            for (k, v) in rows.flatten() {
+                // Keep the first value of repeated names.
+                out.entry(k).or_insert(v.unwrap_or_default());
+            }
+        }
+        out
+    }
+
+    fn facts(&self, device_id: Option<i64>) -> SourceFacts {
+        let mut facts = SourceFacts::default();
+        facts.device = self.device(device_id);
+        let export = self.name_values("META_DATA_EXPORT");
+        let system = self.system_env();
+        let capture = self.name_values("META_DATA_CAPTURE");
+        let env = &mut facts.environment;
+        env.driver_version = system.get("NvDriverVersion").cloned();
+        env.cuda_driver_version = system
+            .get("CudaDriverVersion")
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(cuda_version);
+        env.os = system.get("OsDescription").cloned();
+        env.cpu = system.get("CpuDescription").cloned();
+        env.cpu_cores = system.get("CpuCores").and_then(|v| v.parse().ok());
+        env.hostname = system.get("Hostname").cloned();
+        env.nsys_export_schema = export.get("EXPORT_SCHEMA_VERSION").cloned();
+        if let Some(v) = export.get("EXPORT_PRODUCT_VERSION") {
+            env.tools.push(ToolInfo {
+                name: "Nsight Systems".into(),
+                version: v.clone(),
+            });
+        }
+        if let Some(cmd) = capture.get("PROCESS_0:COMMAND") {
+            let mut parts = vec![cmd.clone()];
+            for i in 0.. {
+                match capture.get(&format!("PROCESS_0:ARGUMENT_{i}")) {
+                    Some(a) => parts.push(a.clone()),
+                    None => break,
+                }
+            }
+            env.command = Some(parts.join(" "));
+        }
+        facts.captured_at_epoch_ns = self.session_start();
+        facts
+    }
+
+    fn system_env(&self) -> HashMap<String, String> {
+        const TABLE: &str = "TARGET_INFO_SYSTEM_ENV";
+        if !self.has(TABLE) {
+            return HashMap::new();
+        }
+        let Ok(mut stmt) = self
+            .conn
+            .prepare(&format!("SELECT name, CAST(value AS TEXT) FROM {TABLE}"))
+        else {
+            return HashMap::new();
+        };
+        stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default()))
+        })
+        .and_then(|rows| rows.collect())
+        .unwrap_or_default()
+    }
+
+    fn session_start(&self) -> Option<i64> {
+        if !self.has("TARGET_INFO_SESSION_START_TIME") {
+            return None;
+        }
+        self.conn
+            .query_row(
+                "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1",
+                [],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .ok()
+            .flatten()
+    }
+
+    fn device(&self, device_id: Option<i64>) -> Option<Device> {
+        const TABLE: &str = "TARGET_INFO_GPU";
+        if !self.has(TABLE) {
+            return None;
+        }
+        let cols = self.columns(TABLE);
+        let wanted = [
+            "id",
+            "name",
+            "uuid",
+            "chipName",
+            "computeMajor",
+            "computeMinor",
+            "smCount",
+            "totalMemory",
+            "memoryBandwidth",
+            "clockRate",
+            "l2CacheSize",
+            "busLocation",
+        ];
+        let select: Vec<String> = wanted
+            .iter()
+            .map(|c| {
+                if cols.contains(*c) {
+                    format!("CAST({c} AS TEXT)")
+                } else {
+                    "NULL".to_string()
+                }
+            })
+            .collect();
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {} FROM {TABLE}", select.join(", ")))
+            .ok()?;
+        let rows: Vec<Vec<Option<String>>> = stmt
+            .query_map([], |r| {
+                (0..wanted.len())
+                    .map(|i| r.get::<_, Option<String>>(i))
+                    .collect()
+            })
+            .and_then(|rows| rows.collect())
+            .ok()?;
+        let row = rows
+            .iter()
+            .find(|r| {
+                device_id.is_some_and(|d| r[0].as_deref().and_then(|v| v.parse().ok()) == Some(d))
+            })
+            .or(rows.first())?;
+        let num = |i: usize| row[i].as_deref().and_then(|v| v.parse::<u64>().ok());
+        let text = |i: usize| row[i].clone().filter(|s| !s.is_empty());
+        Some(Device {
+            name: text(1).unwrap_or_else(|| "unknown GPU".into()),
+            index: num(0).map(|v| v as u32),
+            uuid: text(2),
+            chip: text(3),
+            compute_capability: match (num(4), num(5)) {
+                (Some(a), Some(b)) => Some(format!("{a}.{b}")),
+                _ => None,
+            },
+            sm_count: num(6).map(|v| v as u32),
+            memory_bytes: num(7),
+            memory_bandwidth_bytes_per_s: num(8),
+            sm_clock_max_hz: num(9),
+            memory_clock_max_hz: None,
+            l2_cache_bytes: num(10),
+            bus_location: text(11),
+            sources: vec![Source::Nsys],
+        })
+    }
+}
+
+/// CUDA's integer version (`13000`, `12080`) as `13.0`, `12.8`.
+pub(crate) fn cuda_version(v: u64) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}

@@ -1,0 +1,63 @@
+//! Format-free records that every trace parser feeds to the [`crate::convert::TraceConverter`].
+//!
+//! A record holds integer nanoseconds on the source's clock and the keys needed to join a GPU
+//! op to the CUDA API call that launched it: `(process, correlation)`. Each parser decides what
+//! `process` and `thread` mean for its format, as long as it is consistent: Nsight Systems uses
+//! its `globalPid`/`globalTid`, the PyTorch profiler one process per trace.
+
+use llmprof_bundle::{Launch, StageKind};
+
+/// An NVTX range or `record_function` annotation instance.
+#[derive(Debug, Clone, Copy)]
+pub struct RangeRecord<'a> {
+    /// Key of the thread the range was opened on (unique across processes).
+    pub thread: u64,
+    /// OS thread id, for display.
+    pub tid: u64,
+    pub domain: &'a str,
+    pub name: &'a str,
+    pub kind: StageKind,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// A CUDA API call that may have launched GPU work (runtime or driver API).
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchRecord {
+    pub process: u64,
+    pub thread: u64,
+    pub start: i64,
+    pub correlation: i64,
+}
+
+/// What a GPU op did.
+#[derive(Debug, Clone, Copy)]
+pub enum GpuOp<'a> {
+    Kernel {
+        /// Demangled name.
+        name: &'a str,
+        /// The source's short name, when it has one.
+        short_name: Option<&'a str>,
+        launch: Option<Launch>,
+    },
+    Memcpy {
+        /// Direction as Nsight Systems words it: `Host-to-Device`, `Device-to-Host`, ...
+        direction: &'a str,
+        bytes: u64,
+    },
+    Memset {
+        bytes: u64,
+    },
+}
+
+/// A kernel, memcpy or memset executed on the GPU.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuOpRecord<'a> {
+    pub process: u64,
+    /// Correlation id of the launching API call, when the source recorded one.
+    pub correlation: Option<i64>,
+    pub stream: u64,
+    pub start: i64,
+    pub end: i64,
+    pub op: GpuOp<'a>,
+}

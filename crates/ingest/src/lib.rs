@@ -9,5 +9,6 @@ pub mod diagnostics;
 pub mod error;
 pub mod input;
 pub mod names;
+pub mod ncu;
 
 pub use error::IngestError;

@@ -448,7 +448,12 @@ impl TraceConverter {
         if let (Some(f), Some(l)) = (first, last) {
             t.gpu_span_ns = (l - f) as u64;
         }
-        t.gpu_busy_ns = union_len(self.ops.iter().map(|o| (o.start, o.end)).collect::<Vec<_>>());
+        t.gpu_busy_ns = union_len(
+            self.ops
+                .iter()
+                .map(|o| (o.start, o.end))
+                .collect::<Vec<_>>(),
+        );
         t.unattributed_gpu_ops = (0..self.ops.len())
             .filter(|&i| attribution.ranges_of(i).is_empty())
             .count() as u64;
@@ -554,7 +559,13 @@ struct Nesting {
 impl Nesting {
     fn of(ranges: &[RangeAcc]) -> Nesting {
         let mut order: Vec<usize> = (0..ranges.len()).collect();
-        order.sort_by_key(|&i| (ranges[i].start, std::cmp::Reverse(ranges[i].end), ranges[i].thread));
+        order.sort_by_key(|&i| {
+            (
+                ranges[i].start,
+                std::cmp::Reverse(ranges[i].end),
+                ranges[i].thread,
+            )
+        });
         let mut depth = vec![0u32; ranges.len()];
         let mut parent = vec![None; ranges.len()];
         let mut stacks: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -628,7 +639,10 @@ impl Attribution {
         let all_launches: std::collections::HashSet<(u64, i64)> = if launches.is_empty() {
             Default::default()
         } else {
-            launches.iter().map(|l| (l.process, l.correlation)).collect()
+            launches
+                .iter()
+                .map(|l| (l.process, l.correlation))
+                .collect()
         };
         let mut launch_missing = 0;
         let mut launch_missing_example = String::new();
@@ -738,19 +752,37 @@ mod tests {
         c.handle_range(range(10, "outer", 0, 100));
         c.handle_range(range(10, "inner", 10, 20));
         // Launched inside `inner`; runs long after both ranges ended.
-        c.handle_launch(LaunchRecord { process: 1, thread: 10, start: 15, correlation: 1 });
+        c.handle_launch(LaunchRecord {
+            process: 1,
+            thread: 10,
+            start: 15,
+            correlation: 1,
+        });
         c.handle_gpu_op(kernel(1, 500, 510));
         // Launched inside `outer` only.
-        c.handle_launch(LaunchRecord { process: 1, thread: 10, start: 50, correlation: 2 });
+        c.handle_launch(LaunchRecord {
+            process: 1,
+            thread: 10,
+            start: 50,
+            correlation: 2,
+        });
         c.handle_gpu_op(kernel(2, 520, 540));
         // Launched on another thread: attributed to nothing.
-        c.handle_launch(LaunchRecord { process: 1, thread: 11, start: 50, correlation: 3 });
+        c.handle_launch(LaunchRecord {
+            process: 1,
+            thread: 11,
+            start: 50,
+            correlation: 3,
+        });
         c.handle_gpu_op(kernel(3, 600, 601));
         let mut d = Diagnostics::new(Source::Nsys, "x");
         let p = c.finish(&mut d);
         let outer = &p.stages[0];
         let inner = &p.stages[1];
-        assert_eq!((outer.gpu_ops, outer.gpu_proj_ns, outer.kernel_ns), (2, 40, 30));
+        assert_eq!(
+            (outer.gpu_ops, outer.gpu_proj_ns, outer.kernel_ns),
+            (2, 40, 30)
+        );
         assert_eq!(outer.gpu_busy_ns, 30);
         assert_eq!((inner.gpu_ops, inner.gpu_proj_ns), (1, 10));
         assert_eq!((inner.parent, inner.depth), (Some(0), 1));

@@ -31,7 +31,9 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Opens `path`, failing with a message that names it when it is missing or empty.
 pub fn open_file(what: &'static str, path: &Path) -> Result<File, IngestError> {
     let file = File::open(path).map_err(|e| IngestError::io(what, path, e))?;
-    let meta = file.metadata().map_err(|e| IngestError::io(what, path, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| IngestError::io(what, path, e))?;
     if meta.is_dir() {
         return Err(IngestError::invalid(
             what,
@@ -64,9 +66,7 @@ pub fn read_bytes(what: &'static str, path: &Path) -> Result<InputBytes, IngestE
         let mut out = Vec::new();
         flate2::read::MultiGzDecoder::new(std::io::BufReader::new(&mut file))
             .read_to_end(&mut out)
-            .map_err(|e| {
-                IngestError::invalid(what, path, format!("corrupt gzip stream: {e}"))
-            })?;
+            .map_err(|e| IngestError::invalid(what, path, format!("corrupt gzip stream: {e}")))?;
         if out.is_empty() {
             return Err(IngestError::Empty {
                 what,

@@ -212,7 +212,9 @@ impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
                     h.saw_events = true;
                 }
                 "deviceProperties" => {
-                    h.devices = map.next_value::<Option<Vec<DeviceProps>>>()?.unwrap_or_default()
+                    h.devices = map
+                        .next_value::<Option<Vec<DeviceProps>>>()?
+                        .unwrap_or_default()
                 }
                 "cuda_driver_version" => h.cuda_driver_version = map.next_value::<Lenient>()?.u64(),
                 "cuda_runtime_version" => {
@@ -764,7 +766,11 @@ fn report_counts(c: &Counts, diags: &mut Diagnostics) {
              the kernel table but in no stage"
                 .into()
         },
-        || c.gpu_without_correlation_example.clone().unwrap_or_default(),
+        || {
+            c.gpu_without_correlation_example
+                .clone()
+                .unwrap_or_default()
+        },
     );
     let mut unknown: Vec<_> = c.unknown_cat.iter().collect();
     unknown.sort();
@@ -971,8 +977,14 @@ mod tests {
     #[test]
     fn microsecond_text_converts_exactly() {
         // Real timestamps of the H200 trace; f64 * 1000 gets some of these wrong by 1 ns.
-        assert_eq!(micros_text_to_ns("4448858842985.461"), Some(4448858842985461));
-        assert_eq!(micros_text_to_ns("4448860991529.362"), Some(4448860991529362));
+        assert_eq!(
+            micros_text_to_ns("4448858842985.461"),
+            Some(4448858842985461)
+        );
+        assert_eq!(
+            micros_text_to_ns("4448860991529.362"),
+            Some(4448860991529362)
+        );
         assert_eq!(micros_text_to_ns("0.928"), Some(928));
         assert_eq!(micros_text_to_ns("12"), Some(12000));
         assert_eq!(micros_text_to_ns("1.5"), Some(1500));
@@ -984,7 +996,13 @@ mod tests {
 
     #[test]
     fn memcpy_directions_use_nsys_words() {
-        assert_eq!(memcpy_direction("Memcpy HtoD (Pageable -> Device)"), "Host-to-Device");
-        assert_eq!(memcpy_direction("Memcpy DtoD (Device -> Device)"), "Device-to-Device");
+        assert_eq!(
+            memcpy_direction("Memcpy HtoD (Pageable -> Device)"),
+            "Host-to-Device"
+        );
+        assert_eq!(
+            memcpy_direction("Memcpy DtoD (Device -> Device)"),
+            "Device-to-Device"
+        );
     }
 }

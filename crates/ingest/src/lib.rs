@@ -27,8 +27,8 @@ use llmprof_bundle::{
 
 use crate::convert::TraceConverter;
 use crate::diagnostics::Diagnostics;
-pub use crate::error::IngestError;
 use crate::error::what;
+pub use crate::error::IngestError;
 
 /// What to ingest.
 #[derive(Debug, Clone, Default)]
@@ -218,8 +218,8 @@ fn input_file(source: Source, path: &Path) -> InputFile {
 }
 
 fn read_model_config(path: &Path) -> Result<ModelInfo, IngestError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| IngestError::io(what::MODEL_CONFIG, path, e))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| IngestError::io(what::MODEL_CONFIG, path, e))?;
     if text.trim().is_empty() {
         return Err(IngestError::Empty {
             what: what::MODEL_CONFIG,
@@ -265,26 +265,30 @@ fn resolve_operator_stages(
         })
         .collect();
     for op in &mut operators {
-        op.by_stage.retain_mut(|s| match ids.get(s.stage as usize).copied().flatten() {
-            Some(id) => {
-                s.stage = id;
-                true
-            }
-            None => {
-                let name = stage_names.get(s.stage as usize).cloned().unwrap_or_default();
-                diags.note(
-                    "kineto.annotation_without_stage",
-                    Severity::Info,
-                    || {
-                        "record_function annotations with no stage of the same name in the \
+        op.by_stage
+            .retain_mut(|s| match ids.get(s.stage as usize).copied().flatten() {
+                Some(id) => {
+                    s.stage = id;
+                    true
+                }
+                None => {
+                    let name = stage_names
+                        .get(s.stage as usize)
+                        .cloned()
+                        .unwrap_or_default();
+                    diags.note(
+                        "kineto.annotation_without_stage",
+                        Severity::Info,
+                        || {
+                            "record_function annotations with no stage of the same name in the \
                          timing source: operator calls inside them have no per-stage row"
-                            .into()
-                    },
-                    || name,
-                );
-                false
-            }
-        });
+                                .into()
+                        },
+                        || name,
+                    );
+                    false
+                }
+            });
     }
     operators
 }

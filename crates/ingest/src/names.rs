@@ -206,7 +206,13 @@ pub fn category(name: &str) -> Category {
         (
             Category::MoeRouting,
             &[
-                "moe", "expert", "topk", "top_k", "router", "routing", "permute_row",
+                "moe",
+                "expert",
+                "topk",
+                "top_k",
+                "router",
+                "routing",
+                "permute_row",
             ],
         ),
         (
@@ -301,7 +307,9 @@ mod tests {
         );
         assert_eq!(short_name(NSYS_SILU), "vectorized_elementwise_kernel");
         assert_eq!(
-            short_name("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)"),
+            short_name(
+                "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)"
+            ),
             "Kernel2"
         );
         assert_eq!(short_name(NSYS_GEMV), "kernel");
@@ -328,7 +336,10 @@ mod tests {
             match_key("void at::<unnamed>::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, (int)-2>(cuda::TensorInfo<T1, T3>)")
         );
         // The (6) vs (7) template argument tells two gemv kernels apart.
-        assert_ne!(match_key(NSYS_GEMV), match_key(&NCU_GEMV.replace(" 7, 0,", " 6, 0,")));
+        assert_ne!(
+            match_key(NSYS_GEMV),
+            match_key(&NCU_GEMV.replace(" 7, 0,", " 6, 0,"))
+        );
     }
 
     #[test]

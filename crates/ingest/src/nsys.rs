@@ -91,13 +91,21 @@ impl Export<'_> {
             .conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
             .map_err(|e| {
-                IngestError::invalid(NSYS, self.path, format!("not a readable SQLite database: {e}"))
+                IngestError::invalid(
+                    NSYS,
+                    self.path,
+                    format!("not a readable SQLite database: {e}"),
+                )
             })?;
         let names = stmt
             .query_map([], |r| r.get::<_, String>(0))
             .and_then(|rows| rows.collect::<Result<HashSet<_>, _>>())
             .map_err(|e| {
-                IngestError::invalid(NSYS, self.path, format!("not a readable SQLite database: {e}"))
+                IngestError::invalid(
+                    NSYS,
+                    self.path,
+                    format!("not a readable SQLite database: {e}"),
+                )
             })?;
         drop(stmt);
         self.tables = names;
@@ -221,7 +229,10 @@ impl Export<'_> {
         let sql = format!(
             "SELECT start, end, eventType, {text_expr}, globalTid, {domain_expr} FROM {NVTX}"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| sql_err(self.path, NVTX, e))?;
+        let mut stmt = self
+            .conn
+            .prepare(&sql)
+            .map_err(|e| sql_err(self.path, NVTX, e))?;
         struct Row {
             start: i64,
             end: Option<i64>,
@@ -270,7 +281,13 @@ impl Export<'_> {
                          stopped) were skipped"
                             .into()
                     },
-                    || format!("`{}` started at {}", r.text.as_deref().unwrap_or(""), r.start),
+                    || {
+                        format!(
+                            "`{}` started at {}",
+                            r.text.as_deref().unwrap_or(""),
+                            r.start
+                        )
+                    },
                 );
                 continue;
             };
@@ -309,7 +326,9 @@ impl Export<'_> {
                 .map_err(|e| sql_err(self.path, table, e))?;
             let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, table, e))?;
             while let Some(r) = rows.next().map_err(|e| sql_err(self.path, table, e))? {
-                let tid = r.get::<_, i64>(1).map_err(|e| sql_err(self.path, table, e))? as u64;
+                let tid = r
+                    .get::<_, i64>(1)
+                    .map_err(|e| sql_err(self.path, table, e))? as u64;
                 conv.handle_launch(LaunchRecord {
                     process: tid & !TID_BITS,
                     thread: tid,
@@ -333,7 +352,13 @@ impl Export<'_> {
             return Ok(None);
         }
         let cols = self.columns(KERNEL);
-        let col = |c: &str| if cols.contains(c) { c.to_string() } else { "NULL".to_string() };
+        let col = |c: &str| {
+            if cols.contains(c) {
+                c.to_string()
+            } else {
+                "NULL".to_string()
+            }
+        };
         let sql = format!(
             "SELECT start, end, streamId, correlationId, globalPid, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {KERNEL}",
             col("demangledName"),
@@ -348,7 +373,10 @@ impl Export<'_> {
             col("registersPerThread"),
             col("deviceId"),
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| sql_err(self.path, KERNEL, e))?;
+        let mut stmt = self
+            .conn
+            .prepare(&sql)
+            .map_err(|e| sql_err(self.path, KERNEL, e))?;
         let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, KERNEL, e))?;
         let mut devices: HashMap<i64, u64> = HashMap::new();
         let err = |e| sql_err(self.path, KERNEL, e);
@@ -408,7 +436,10 @@ impl Export<'_> {
                 || format!("kernels per device id: {list:?}"),
             );
         }
-        Ok(devices.into_iter().max_by_key(|&(d, n)| (n, -d)).map(|(d, _)| d))
+        Ok(devices
+            .into_iter()
+            .max_by_key(|&(d, n)| (n, -d))
+            .map(|(d, _)| d))
     }
 
     fn read_memops(&self, conv: &mut TraceConverter) -> Result<(), IngestError> {
@@ -553,7 +584,10 @@ impl Export<'_> {
             return HashMap::new();
         };
         stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default()))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
         })
         .and_then(|rows| rows.collect())
         .unwrap_or_default()

@@ -63,7 +63,11 @@ pub fn slugify(s: &str) -> String {
             out.push('-');
         }
     }
-    let trimmed: String = out.trim_matches(|c| c == '-' || c == '.').chars().take(40).collect();
+    let trimmed: String = out
+        .trim_matches(|c| c == '-' || c == '.')
+        .chars()
+        .take(40)
+        .collect();
     trimmed.trim_end_matches('-').to_string()
 }
 
@@ -105,7 +109,11 @@ fn write_files(dir: &Path, ingested: &Ingested) -> Result<(), IngestError> {
     Ok(())
 }
 
-fn write_json<T: serde::Serialize>(path: &Path, value: &T, pretty: bool) -> Result<(), IngestError> {
+fn write_json<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    pretty: bool,
+) -> Result<(), IngestError> {
     let io = |e: std::io::Error| IngestError::io(RUN_DIR, path, e);
     let file = fs::File::create(path).map_err(io)?;
     let mut w = BufWriter::new(file);

@@ -3,7 +3,10 @@
 /// `2026-11-21T23:56:36Z` for `epoch_ns`.
 pub fn rfc3339_utc(epoch_ns: i64) -> String {
     let (date, (h, m, s)) = civil(epoch_ns);
-    format!("{}-{:02}-{:02}T{h:02}:{m:02}:{s:02}Z", date.0, date.1, date.2)
+    format!(
+        "{}-{:02}-{:02}T{h:02}:{m:02}:{s:02}Z",
+        date.0, date.1, date.2
+    )
 }
 
 /// `20261121-235636` for `epoch_ns` (for run ids).

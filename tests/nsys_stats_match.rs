@@ -1,6 +1,8 @@
 //! The bundle built from the H200 Nsight Systems export must reproduce NVIDIA's own
 //! `nsys stats` reports of that export exactly (fixtures `nsys_stats/*.csv`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -57,14 +57,22 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
         .filter(|d| d.severity == Severity::Warning)
         .count();
     let stage_names: Vec<&str> = b.stages.iter().map(|s| s.name.as_str()).take(6).collect();
-    let mut summary = format!(
-        "ingested {} kernels, {} stage(s) [{}], {} operators, {} ncu kernel(s)",
-        thousands(b.totals.kernels),
-        b.stages.len(),
-        stage_names.join(", "),
-        b.operators.len(),
-        b.ncu.len()
-    );
+    let mut parts = Vec::new();
+    if b.timing_source.is_some() {
+        parts.push(format!("{} kernels", thousands(b.totals.kernels)));
+        parts.push(format!(
+            "{} stage(s) [{}]",
+            b.stages.len(),
+            stage_names.join(", ")
+        ));
+    }
+    if !b.operators.is_empty() {
+        parts.push(format!("{} operators", b.operators.len()));
+    }
+    if !b.ncu.is_empty() {
+        parts.push(format!("{} ncu kernel(s)", b.ncu.len()));
+    }
+    let mut summary = format!("ingested {}", parts.join(", "));
     if warnings > 0 {
         summary.push_str(&format!(
             "; {warnings} warning(s): records were skipped, see the Diagnostics table"

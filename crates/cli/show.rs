@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use llmprof_bundle::{Bundle, Summary};
+use llmprof_bundle::{names, Bundle, OpKind, Summary};
 use llmprof_ingest::run_store;
 
 use crate::args::ShowConfig;
@@ -36,16 +36,24 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
         stages(b),
         width,
     );
+    let n_kernels = b
+        .kernels
+        .iter()
+        .filter(|k| k.kind == OpKind::Kernel)
+        .count();
     section(
         &mut s,
         &format!(
-            "Top kernels by GPU time ({} of {})",
-            top.min(b.kernels.len()),
-            b.kernels.len()
+            "Top kernels by GPU time ({} of {n_kernels}; time % of all kernel time)",
+            top.min(n_kernels)
         ),
         kernels(b, top),
         width,
     );
+    let mem = memory_ops(b);
+    if !mem.is_empty() {
+        section(&mut s, "Memory operations", mem, width);
+    }
     if !b.operators.is_empty() {
         section(
             &mut s,
@@ -186,16 +194,43 @@ fn kernels(b: &Bundle, top: usize) -> Table {
         ],
         0,
     );
-    let mut rows: Vec<_> = b.kernels.iter().collect();
+    let mut rows: Vec<_> = b
+        .kernels
+        .iter()
+        .filter(|k| k.kind == OpKind::Kernel)
+        .collect();
     rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.id.cmp(&b.id)));
     for k in rows.into_iter().take(top) {
         t.row(vec![
-            k.short_name.clone(),
+            names::display_name(&k.name),
             k.category.as_str().to_string(),
             thousands(k.calls),
             ms(k.total_ns),
             pct(k.time_pct),
             us(k.mean_ns),
+            us(k.median_ns),
+        ]);
+    }
+    t
+}
+
+fn memory_ops(b: &Bundle) -> Table {
+    let mut t = Table::new(
+        &[
+            ("operation", Align::Left),
+            ("count", Align::Right),
+            ("total ms", Align::Right),
+            ("MB", Align::Right),
+            ("median µs", Align::Right),
+        ],
+        0,
+    );
+    for k in b.kernels.iter().filter(|k| k.kind != OpKind::Kernel) {
+        t.row(vec![
+            k.name.clone(),
+            thousands(k.calls),
+            ms(k.total_ns),
+            format!("{:.1}", k.bytes.unwrap_or(0) as f64 / 1e6),
             us(k.median_ns),
         ]);
     }
@@ -252,8 +287,8 @@ fn ncu(b: &Bundle, top: usize) -> Table {
         let name = n
             .kernel
             .and_then(|k| b.kernels.get(k as usize))
-            .map(|k| k.short_name.clone())
-            .unwrap_or_else(|| n.name.clone());
+            .map(|k| names::display_name(&k.name))
+            .unwrap_or_else(|| names::display_name(&n.name));
         t.row(vec![
             name,
             n.nvtx_range.clone().unwrap_or_default(),

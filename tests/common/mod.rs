@@ -1,6 +1,6 @@
 //! Helpers shared by the front-door tests: fixture paths, running the real binary, reading
 //! NVIDIA's `nsys stats` CSVs.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

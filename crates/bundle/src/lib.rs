@@ -69,6 +69,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod names;
 mod stats;
 mod summary;
 mod timeline;

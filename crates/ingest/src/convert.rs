@@ -16,8 +16,8 @@ use llmprof_bundle::{
 };
 
 use crate::diagnostics::Diagnostics;
-use crate::names;
 use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
+use llmprof_bundle::names;
 
 /// What [`TraceConverter::finish`] produces.
 #[derive(Debug)]

@@ -11,7 +11,6 @@ pub mod diagnostics;
 pub mod error;
 pub mod input;
 pub mod kineto;
-pub mod names;
 pub mod ncu;
 pub mod nsys;
 pub mod records;

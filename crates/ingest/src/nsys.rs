@@ -536,8 +536,10 @@ impl Export<'_> {
     }
 
     fn facts(&self, device_id: Option<i64>) -> SourceFacts {
-        let mut facts = SourceFacts::default();
-        facts.device = self.device(device_id);
+        let mut facts = SourceFacts {
+            device: self.device(device_id),
+            ..SourceFacts::default()
+        };
         let export = self.name_values("META_DATA_EXPORT");
         let system = self.system_env();
         let capture = self.name_values("META_DATA_CAPTURE");

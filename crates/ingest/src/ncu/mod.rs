@@ -17,7 +17,7 @@
 //! units (ns, bytes, Hz, percent).
 //!
 //! ncu shortens kernel names differently from Nsight Systems, so [`join_ncu`] matches them on
-//! [`crate::names::match_key`], not on the text.
+//! [`llmprof_bundle::names::match_key`], not on the text.
 
 mod fields;
 mod long;
@@ -34,7 +34,7 @@ use llmprof_bundle::{Device, Diagnostic, Kernel, NcuKernel, OpKind, Severity, So
 use crate::diagnostics::Diagnostics;
 use crate::error::{what, IngestError};
 use crate::input;
-use crate::names::match_key;
+use llmprof_bundle::names::match_key;
 
 use fields::KernelBuilder;
 

@@ -61,7 +61,7 @@ fn kernel_row(id: u32, name: &str) -> Kernel {
         id,
         kind: OpKind::Kernel,
         name: name.to_string(),
-        short_name: crate::names::short_name(name),
+        short_name: llmprof_bundle::names::short_name(name),
         category: Category::Gemm,
         calls: 1,
         total_ns: 1,

@@ -4,9 +4,12 @@
 //! Nsight Systems prints `void at::native::vectorized_elementwise_kernel<(int)4, ...>(int, T2, T3)`,
 //! Nsight Compute the same kernel as `void vectorized_elementwise_kernel<4, ...>(int, T2, T3)`
 //! (namespaces and integer casts dropped, sometimes only partly), and the PyTorch profiler as
-//! `... std::array<char*, 2ul> >(...)`. [`match_key`] reduces all of them to the same string.
+//! `... std::array<char*, 2ul> >(...)`. [`match_key`] reduces all of them to the same string,
+//! and [`display_name`] gives a short but distinguishing form for tables.
+//!
+//! These live in the bundle crate because ingest, the site and the WASM viewer all need them.
 
-use llmprof_bundle::Category;
+use crate::Category;
 
 /// The bare function name of a demangled kernel name, as Nsight Systems' `shortName` column:
 /// `void at::native::reduce_kernel<(int)512, ...>(T3)` → `reduce_kernel`.
@@ -31,6 +34,77 @@ pub fn short_name(demangled: &str) -> String {
     } else {
         bare.to_string()
     }
+}
+
+/// A readable name that still tells template instances apart: the function name with its
+/// template arguments, namespaces and integer casts removed, no return type and no parameter
+/// list. `void at::native::elementwise_kernel<(int)128, (int)4, void
+/// at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<c10::BFloat16, ...>>(...)` →
+/// `elementwise_kernel<128, 4, gpu_kernel_impl_nocast<BinaryFunctor<BFloat16, ...>>`.
+pub fn display_name(demangled: &str) -> String {
+    let short = short_name(demangled);
+    let Some(params) = last_top_level_paren(demangled) else {
+        return short;
+    };
+    let head = demangled[..params].trim_end();
+    if !head.ends_with('>') {
+        return short;
+    }
+    let Some(open) = matching_open_angle(head) else {
+        return short;
+    };
+    format!("{short}{}", simplify(&head[open..]))
+}
+
+/// Drops namespace qualifiers, anonymous-namespace markers, `void ` return types inside
+/// template arguments and integer casts.
+fn simplify(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'(' {
+            if let Some(end) = cast_end(bytes, i) {
+                i = end;
+                continue;
+            }
+            if s[i..].starts_with("(anonymous namespace)::") {
+                i += "(anonymous namespace)::".len();
+                continue;
+            }
+        }
+        if s[i..].starts_with("<unnamed>::") {
+            i += "<unnamed>::".len();
+            continue;
+        }
+        if b.is_ascii_alphabetic() || b == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            let word = &s[start..i];
+            if bytes.get(i..i + 2) == Some(b"::") && bytes.get(i + 2) != Some(&b'[') {
+                i += 2;
+                continue;
+            }
+            if word == "void" && bytes.get(i) == Some(&b' ') {
+                i += 1;
+                continue;
+            }
+            out.push_str(word);
+            continue;
+        }
+        // `char *` -> `char*` keeps names short without merging tokens.
+        if b == b' ' && bytes.get(i + 1) == Some(&b'*') {
+            i += 1;
+            continue;
+        }
+        let ch = s[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
 }
 
 /// Byte index of the `(` that opens the last top-level (depth 0) parenthesised group, when the
@@ -320,6 +394,28 @@ mod tests {
         assert_eq!(
             short_name("void <unnamed>::elementwise_kernel_with_index<int, at::native::arange_cuda_out(const c10::Scalar &, const c10::Scalar &, const c10::Scalar &, at::Tensor &)::[lambda() (instance 1)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::[lambda(long) (instance 1)]>(T1, T2::result_type *)"),
             "elementwise_kernel_with_index"
+        );
+    }
+
+    #[test]
+    fn display_names_tell_instances_apart() {
+        assert_eq!(
+            display_name("void at::native::elementwise_kernel<(int)128, (int)4, void at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float>>>(at::TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>(int, T3)"),
+            "elementwise_kernel<128, 4, gpu_kernel_impl_nocast<BinaryFunctor<BFloat16, BFloat16, BFloat16, MulFunctor<float>>>(TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>"
+        );
+        assert_eq!(
+            display_name(
+                "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)"
+            ),
+            "Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>"
+        );
+        assert_eq!(
+            display_name("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
+            "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"
+        );
+        assert_eq!(
+            display_name("void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char *, (unsigned long)3>>(int, T2, T3)"),
+            "vectorized_elementwise_kernel<8, CUDAFunctor_add<BFloat16>, array<char*, 3>>"
         );
     }
 

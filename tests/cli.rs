@@ -1,0 +1,374 @@
+//! The `llmprof` binary through its front door: ingest real captures, show them, and refuse bad
+//! input with one clear line.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use llmprof_bundle::{Bundle, Summary, Timeline};
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Entries of `dir`, hidden ones included.
+fn entries(dir: &Path) -> Vec<String> {
+    match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[test]
+fn ingest_prints_the_run_dir_last_and_show_prints_the_tables() {
+    let out = tempfile::tempdir().unwrap();
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--kineto".as_ref(),
+        h200("kineto_trace.json.gz").as_os_str(),
+        "--ncu".as_ref(),
+        h200("ncu_decode_raw.csv").as_os_str(),
+        "--model-config".as_ref(),
+        h200("config.json").as_os_str(),
+        "--label".as_ref(),
+        "qwen2 h200".as_ref(),
+        "--out".as_ref(),
+        out.path().as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run_dir = stdout(&o).lines().last().unwrap().to_string();
+    assert!(run_dir.ends_with("20261121-235636-qwen2-h200"), "{run_dir}");
+    // Only the finished run, no temporary directory.
+    assert_eq!(entries(out.path()), vec!["20261121-235636-qwen2-h200"]);
+    let text = std::fs::read_to_string(Path::new(&run_dir).join("bundle.json")).unwrap();
+    let b = Bundle::from_json(&text).unwrap();
+    assert_eq!(b.run_id, "20261121-235636-qwen2-h200");
+    assert_eq!(b.ncu.len(), 30);
+    assert!(
+        b.ncu.iter().all(|n| n.kernel.is_some()),
+        "every ncu kernel joins"
+    );
+    assert_eq!(
+        b.model.as_ref().unwrap().model_type.as_deref(),
+        Some("qwen2")
+    );
+    let t = std::fs::read_to_string(Path::new(&run_dir).join("timeline.json")).unwrap();
+    let t = Timeline::from_json(&t).unwrap();
+    assert_eq!(t.run_id, b.run_id);
+
+    let show = llmprof(["show", &run_dir]);
+    assert!(show.status.success(), "{}", stderr(&show));
+    let s = stdout(&show);
+    for needle in [
+        "NVIDIA H200",
+        "prefill",
+        "decode",
+        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
+        "aten::mm",
+        "Nsight Compute",
+    ] {
+        assert!(s.contains(needle), "show lacks {needle}:\n{s}");
+    }
+
+    let json = llmprof(["show", "--json", &run_dir]);
+    let summary: Summary = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(summary.gpu_kernels, 20_505);
+    assert_eq!(summary.stages.len(), 2);
+
+    // The same run again gets its own directory.
+    let again = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--label".as_ref(),
+        "qwen2 h200".as_ref(),
+        "--out".as_ref(),
+        out.path().as_os_str(),
+    ]);
+    assert!(stdout(&again)
+        .trim_end()
+        .ends_with("20261121-235636-qwen2-h200-2"));
+}
+
+#[test]
+fn show_snapshot_of_the_nsys_fixture() {
+    let out = tempfile::tempdir().unwrap();
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--label".as_ref(),
+        "snapshot".as_ref(),
+        "--out".as_ref(),
+        out.path().as_os_str(),
+    ]);
+    let run_dir = stdout(&o).lines().last().unwrap().to_string();
+    let show = llmprof(["show", "--top", "8", &run_dir]);
+    insta::assert_snapshot!(stdout(&show));
+}
+
+/// Runs `ingest` with `args` into a fresh output directory and checks the failure contract:
+/// non-zero exit, one line on stderr naming `names`, no panic, nothing left in `--out`.
+fn assert_refused(args: &[&std::ffi::OsStr], names: &str, says: &str) {
+    let out = tempfile::tempdir().unwrap();
+    let runs = out.path().join("runs");
+    let mut all: Vec<&std::ffi::OsStr> = vec!["ingest".as_ref()];
+    all.extend_from_slice(args);
+    all.push("--out".as_ref());
+    all.push(runs.as_os_str());
+    let o = llmprof(all);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(names), "names the file `{names}`: {err}");
+    assert!(err.contains(says), "says `{says}`: {err}");
+    assert!(
+        entries(&runs).is_empty(),
+        "nothing left in --out: {:?}",
+        entries(&runs)
+    );
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn truncated_trace_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first 200 kB of the real trace: cut mid-event.
+    let mut full = Vec::new();
+    use std::io::Read;
+    flate2::read::GzDecoder::new(std::fs::File::open(h200("kineto_trace.json.gz")).unwrap())
+        .take(200_000)
+        .read_to_end(&mut full)
+        .unwrap();
+    let p = write(dir.path(), "cut.json", &full);
+    assert_refused(
+        &["--kineto".as_ref(), p.as_os_str()],
+        "cut.json",
+        "truncated",
+    );
+}
+
+#[test]
+fn non_json_trace_is_refused() {
+    assert_refused(
+        &["--kineto".as_ref(), h200("ncu_decode_raw.csv").as_os_str()],
+        "ncu_decode_raw.csv",
+        "not valid JSON",
+    );
+}
+
+#[test]
+fn json_that_is_not_a_trace_is_refused() {
+    assert_refused(
+        &["--kineto".as_ref(), h200("config.json").as_os_str()],
+        "config.json",
+        "traceEvents",
+    );
+}
+
+#[test]
+fn non_sqlite_export_is_refused() {
+    assert_refused(
+        &["--nsys".as_ref(), h200("config.json").as_os_str()],
+        "config.json",
+        "not an SQLite database",
+    );
+}
+
+#[test]
+fn sqlite_without_nsys_tables_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("other.sqlite");
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);")
+        .unwrap();
+    drop(c);
+    assert_refused(
+        &["--nsys".as_ref(), p.as_os_str()],
+        "other.sqlite",
+        "lacks the Nsight Systems tables",
+    );
+}
+
+#[test]
+fn nsys_report_without_nsys_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "run.nsys-rep", b"not really a report");
+    let out = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_llmprof"))
+        .args(["ingest", "--nsys"])
+        .arg(&p)
+        .arg("--out")
+        .arg(out.path().join("runs"))
+        .env("PATH", "/nonexistent")
+        .env_remove("NSYS")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains("run.nsys-rep") && err.contains("nsys export --type sqlite"),
+        "{err}"
+    );
+}
+
+#[test]
+fn failed_ncu_run_is_refused() {
+    assert_refused(
+        &[
+            "--ncu".as_ref(),
+            fixture("rtx5090-deepseek-ocr/ncu_failed_run_raw.csv").as_os_str(),
+        ],
+        "ncu_failed_run_raw.csv",
+        "==ERROR==",
+    );
+}
+
+#[test]
+fn empty_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "empty.json", b"");
+    for flag in ["--nsys", "--kineto", "--ncu", "--model-config"] {
+        let mut args: Vec<&std::ffi::OsStr> = vec![flag.as_ref(), p.as_os_str()];
+        if flag == "--model-config" {
+            args.extend([
+                "--nsys".as_ref(),
+                h200("nsys_export.sqlite.gz").into_os_string().leak() as &std::ffi::OsStr,
+            ]);
+        }
+        assert_refused(&args, "empty.json", "empty");
+    }
+}
+
+#[test]
+fn missing_files_are_refused() {
+    for flag in ["--nsys", "--kineto", "--ncu"] {
+        assert_refused(
+            &[flag.as_ref(), "/no/such/trace.json".as_ref()],
+            "/no/such/trace.json",
+            "No such file",
+        );
+    }
+}
+
+#[test]
+fn other_locale_numbers_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // The real raw page as a German locale prints it: `2.752` for 2,752 and `0,53` for 0.53.
+    let real = std::fs::read_to_string(h200("ncu_decode_raw.csv")).unwrap();
+    let swap = |cell: &str| -> String {
+        let inner = cell.trim_matches('"');
+        if !inner.is_empty()
+            && inner
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ',' || c == '.')
+        {
+            let swapped: String = inner
+                .chars()
+                .map(|c| match c {
+                    ',' => '.',
+                    '.' => ',',
+                    c => c,
+                })
+                .collect();
+            format!("\"{swapped}\"")
+        } else {
+            cell.to_string()
+        }
+    };
+    let german: String = real
+        .lines()
+        .map(|l| {
+            if l.starts_with("\"") && !l.starts_with("\"ID\"") {
+                l.split("\",\"")
+                    .map(|c| swap(&format!("\"{}\"", c.trim_matches('"'))))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let p = write(dir.path(), "de.csv", german.as_bytes());
+    assert_refused(
+        &["--ncu".as_ref(), p.as_os_str()],
+        "de.csv",
+        "decimal separator",
+    );
+}
+
+#[test]
+fn no_inputs_is_refused() {
+    assert_refused(&[], "--nsys", "nothing to ingest");
+}
+
+#[test]
+fn partly_bad_trace_yields_a_bundle_with_diagnostics() {
+    // Real events of the H200 trace, plus one event without `ts` and one kernel without
+    // `correlation`: the good events are kept and the bad ones are counted.
+    let trace = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109880320, "computeMajor": 9, "computeMinor": 0, "numSms": 132}],
+ "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "prefill", "pid": 405, "tid": 405, "ts": 4448858842985.461, "dur": 59860.938, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 405, "tid": 405, "ts": 4448860991500.0, "dur": 40.0, "args": {"External id": 192415}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 405, "tid": 405, "ts": 4448858843514.268, "dur": 14.339, "args": {"External id": 192415, "cbid": 211, "correlation": 832347}},
+  {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul> >(int, at::native::CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul>)", "pid": 0, "tid": 7, "ts": 4448860991529.362, "dur": 0.928, "args": {"External id": 192415, "stream": 7, "correlation": 832347, "grid": [1, 1, 1], "block": [128, 1, 1]}},
+  {"ph": "f", "id": 832347, "pid": 0, "tid": 7, "ts": 4448860991529.362, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "kernel", "name": "no_time_kernel", "pid": 0, "tid": 7, "args": {"correlation": 5}},
+  {"ph": "X", "cat": "kernel", "name": "orphan_kernel", "pid": 0, "tid": 7, "ts": 4448860991600.0, "dur": 1.0, "args": {"stream": 7}},
+  {"ph": "X", "cat": "Trace", "ts": 4448858842672.904, "dur": 2390453.757, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}}
+ ]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "partial.json", trace.as_bytes());
+    let runs = dir.path().join("runs");
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--kineto".as_ref(),
+        p.as_os_str(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning"), "{}", stderr(&o));
+    let run_dir = stdout(&o).lines().last().unwrap().to_string();
+    let b = Bundle::from_json(
+        &std::fs::read_to_string(Path::new(&run_dir).join("bundle.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(b.totals.kernels, 2);
+    let codes: Vec<&str> = b.diagnostics.iter().map(|d| d.code.as_str()).collect();
+    assert!(codes.contains(&"kineto.event_without_time"), "{codes:?}");
+    assert!(
+        codes.contains(&"kineto.gpu_op_without_correlation"),
+        "{codes:?}"
+    );
+    let d = b
+        .diagnostics
+        .iter()
+        .find(|d| d.code == "kineto.event_without_time")
+        .unwrap();
+    assert_eq!(
+        (d.count, d.example.as_str()),
+        (1, "kernel `no_time_kernel`")
+    );
+    assert_eq!(
+        b.stages[0].gpu_ops, 1,
+        "the launched kernel is attributed to prefill"
+    );
+}

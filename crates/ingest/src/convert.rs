@@ -7,8 +7,8 @@
 //! that launched it (joined on `(process, correlation)`) started. A range instance's projected
 //! GPU time spans its first attributed op's start to its last attributed op's end.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use llmprof_bundle::{
     Category, Distribution, Kernel, KernelStage, Launch, OpKind, Severity, Stage, StageInstance,
@@ -171,7 +171,7 @@ impl TraceConverter {
                     name: name.into_owned(),
                     short_name,
                     durations: Vec::new(),
-                    launches: HashMap::new(),
+                    launches: HashMap::default(),
                     bytes: 0,
                 });
                 id
@@ -239,7 +239,7 @@ impl TraceConverter {
         // Per range instance: ops, kernel time, projected span, busy union.
         let mut inst = vec![InstanceAcc::default(); self.ranges.len()];
         let mut inst_intervals: Vec<(u32, i64, i64)> = Vec::new();
-        let mut row_stage: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
+        let mut row_stage: HashMap<(u32, u32), (u64, u64)> = HashMap::default();
         let mut seen_stages: Vec<u32> = Vec::new();
         for (op_idx, op) in self.ops.iter().enumerate() {
             let containing = attribution.ranges_of(op_idx);
@@ -364,7 +364,7 @@ impl TraceConverter {
     /// Kernel rows sorted like `cuda_gpu_kern_sum` (total time, descending); returns the rows
     /// and the map from accumulation order to final id.
     fn build_kernels(&self, row_stages: Vec<Vec<KernelStage>>) -> (Vec<Kernel>, Vec<u32>) {
-        let mut kind_total: HashMap<OpKind, u64> = HashMap::new();
+        let mut kind_total: HashMap<OpKind, u64> = HashMap::default();
         let mut rows: Vec<(u32, Kernel)> = self
             .rows
             .iter()
@@ -568,7 +568,7 @@ impl Nesting {
         });
         let mut depth = vec![0u32; ranges.len()];
         let mut parent = vec![None; ranges.len()];
-        let mut stacks: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut stacks: HashMap<u64, Vec<usize>> = HashMap::default();
         for &i in &order {
             let r = &ranges[i];
             let stack = stacks.entry(r.thread).or_default();
@@ -599,7 +599,7 @@ struct Attribution {
 impl Attribution {
     fn of(ranges: &[RangeAcc], launches: &[LaunchRecord], ops: &[OpAcc]) -> Attribution {
         // Ranges per thread, by start.
-        let mut thread_ranges: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut thread_ranges: HashMap<u64, Vec<usize>> = HashMap::default();
         for (i, r) in ranges.iter().enumerate() {
             thread_ranges.entry(r.thread).or_default().push(i);
         }
@@ -607,14 +607,14 @@ impl Attribution {
             list.sort_by_key(|&i| (ranges[i].start, std::cmp::Reverse(ranges[i].end)));
         }
         // Launches per thread, by start; only threads that have ranges matter.
-        let mut thread_launches: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut thread_launches: HashMap<u64, Vec<usize>> = HashMap::default();
         for (i, l) in launches.iter().enumerate() {
             if thread_ranges.contains_key(&l.thread) {
                 thread_launches.entry(l.thread).or_default().push(i);
             }
         }
         let mut arena: Vec<u32> = Vec::new();
-        let mut launch_ranges: HashMap<(u64, i64), (u32, u32)> = HashMap::new();
+        let mut launch_ranges: HashMap<(u64, i64), (u32, u32)> = HashMap::default();
         let mut active: Vec<usize> = Vec::new();
         for (thread, mut idxs) in thread_launches {
             idxs.sort_by_key(|&i| launches[i].start);

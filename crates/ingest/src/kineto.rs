@@ -11,8 +11,8 @@
 //! the Nsight Systems projection does. Operators (`cpu_op`) get device time from the GPU ops
 //! whose `args["External id"]` names them.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
@@ -263,42 +263,259 @@ impl<'de> Visitor<'de> for EventsSeed<'_, '_, '_> {
 // ---------------------------------------------------------------------------------------------
 // Events
 
-#[derive(Deserialize)]
+/// The fields llmprof reads of one trace event. Deserialized by hand with byte keys, and an
+/// event that is not a complete event (`ph` other than `X`, e.g. the 145k flow events of the
+/// H200 trace) is skipped as soon as its `ph` is seen.
+#[derive(Default)]
 struct RawEvent<'a> {
-    #[serde(borrow, default)]
-    ph: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    cat: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pid: Lenient,
-    #[serde(default)]
-    tid: Lenient,
-    #[serde(borrow, default)]
+    ph: Option<Text<'a>>,
+    cat: Option<Text<'a>>,
+    name: Option<Text<'a>>,
+    pid: Id<'a>,
+    tid: Id<'a>,
     ts: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     dur: Option<&'a RawValue>,
-    #[serde(default)]
-    args: Option<RawArgs>,
+    args: RawArgs,
 }
 
-#[derive(Default, Deserialize)]
+impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawEvent<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a trace event object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEvent<'de>, A::Error> {
+                let mut e = RawEvent::default();
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    match key.as_ref() {
+                        b"ph" => {
+                            let ph: Option<Text<'de>> = map.next_value()?;
+                            if ph.as_deref() != Some("X") {
+                                // Not a complete event: skip the rest unparsed.
+                                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                                return Ok(RawEvent {
+                                    ph,
+                                    ..RawEvent::default()
+                                });
+                            }
+                            e.ph = ph;
+                        }
+                        b"cat" => e.cat = map.next_value()?,
+                        b"name" => e.name = map.next_value()?,
+                        b"pid" => e.pid = map.next_value()?,
+                        b"tid" => e.tid = map.next_value()?,
+                        b"ts" => e.ts = map.next_value()?,
+                        b"dur" => e.dur = map.next_value()?,
+                        b"args" => e.args = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(e)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The `args` llmprof reads. Deserialized by hand with byte keys: a trace has millions of
+/// `args` keys (`Input Dims`, `Concrete Inputs`, ...) that are skipped, and comparing raw
+/// bytes spares a UTF-8 check per key.
+#[derive(Debug, Default, Clone, Copy)]
 struct RawArgs {
-    #[serde(default, rename = "External id")]
-    external_id: Lenient,
-    #[serde(default)]
-    correlation: Lenient,
-    #[serde(default)]
-    stream: Lenient,
-    #[serde(default)]
+    external_id: Int,
+    correlation: Int,
+    stream: Int,
     grid: Dims,
-    #[serde(default)]
     block: Dims,
-    #[serde(default, rename = "registers per thread")]
-    registers: Lenient,
-    #[serde(default)]
-    bytes: Lenient,
+    registers: Int,
+    bytes: Int,
+}
+
+impl<'de> Deserialize<'de> for RawArgs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawArgs;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an `args` object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawArgs, A::Error> {
+                let mut a = RawArgs::default();
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    match key.as_ref() {
+                        b"External id" => a.external_id = map.next_value()?,
+                        b"correlation" => a.correlation = map.next_value()?,
+                        b"stream" => a.stream = map.next_value()?,
+                        b"grid" => a.grid = map.next_value()?,
+                        b"block" => a.block = map.next_value()?,
+                        b"registers per thread" => a.registers = map.next_value()?,
+                        b"bytes" => a.bytes = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(a)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<RawArgs, E> {
+                Ok(RawArgs::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A map key as raw bytes, borrowed when unescaped.
+struct Key<'a>(Cow<'a, [u8]>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_vec())))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v.as_bytes())))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.as_bytes().to_vec())))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+/// An integer argument; any other JSON value (or a non-integer) is `None`, never an error.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Int(Option<i64>);
+
+impl Int {
+    fn i64(self) -> Option<i64> {
+        self.0
+    }
+    fn u64(self) -> Option<u64> {
+        self.0.and_then(|v| u64::try_from(v).ok())
+    }
+}
+
+impl<'de> Deserialize<'de> for Int {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Int(Lenient::deserialize(d)?.i64()))
+    }
+}
+
+/// A `pid`/`tid`: a number, or a string such as `"Spans"`.
+#[derive(Debug, Default, Clone, PartialEq)]
+enum Id<'a> {
+    #[default]
+    Missing,
+    Int(i64),
+    Str(Cow<'a, str>),
+}
+
+impl Id<'_> {
+    fn u64(&self) -> Option<u64> {
+        match self {
+            Id::Int(v) => u64::try_from(*v).ok(),
+            _ => None,
+        }
+    }
+    fn key(&self) -> IdKey {
+        match self {
+            Id::Int(v) => IdKey::Int(*v),
+            Id::Str(s) => IdKey::Str(s.to_string()),
+            Id::Missing => IdKey::None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Id<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Id<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a pid or tid")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id<'de>, E> {
+                Ok(Id::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id<'de>, E> {
+                Ok(i64::try_from(v).map_or(Id::Missing, Id::Int))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id<'de>, E> {
+                Ok(Id::Int(v as i64))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Id<'de>, E> {
+                Ok(Id::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id<'de>, E> {
+                Ok(Id::Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Id<'de>, E> {
+                Ok(Id::Missing)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Id<'de>, E> {
+                Ok(Id::Missing)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Id<'de>, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Id::Missing)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Id<'de>, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Id::Missing)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A string borrowed from the input when it has no escapes, owned otherwise.
+///
+/// serde's own `Cow<str>` inside an `Option` always allocates; this borrows, which matters
+/// for half a million event names.
+struct Text<'a>(Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// A scalar that may be an integer, a float, a string or something else; never fails.
@@ -308,7 +525,6 @@ enum Lenient {
     Missing,
     Int(i64),
     Float(f64),
-    Str(String),
     Other,
 }
 
@@ -317,21 +533,11 @@ impl Lenient {
         match self {
             Lenient::Int(v) => Some(*v),
             Lenient::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e18 => Some(*f as i64),
-            Lenient::Str(s) => s.trim().parse().ok(),
             _ => None,
         }
     }
     fn u64(&self) -> Option<u64> {
         self.i64().and_then(|v| u64::try_from(v).ok())
-    }
-    /// A key for a pid/tid that may be a number or a string.
-    fn id_key(&self) -> IdKey {
-        match self {
-            Lenient::Int(v) => IdKey::Int(*v),
-            Lenient::Str(s) => IdKey::Str(s.clone()),
-            Lenient::Float(f) => IdKey::Int(*f as i64),
-            _ => IdKey::None,
-        }
     }
 }
 
@@ -353,7 +559,11 @@ impl<'de> Deserialize<'de> for Lenient {
                 Ok(Lenient::Float(v))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient, E> {
-                Ok(Lenient::Str(v.to_string()))
+                // Numbers written as strings are accepted; other text is not a number.
+                Ok(v.trim()
+                    .parse::<i64>()
+                    .map(Lenient::Int)
+                    .unwrap_or(Lenient::Other))
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient, E> {
                 Ok(Lenient::Other)
@@ -453,34 +663,48 @@ enum IdKey {
 /// digits past the third decimal are rounded half up. `None` for text that is not a finite,
 /// non-exponent decimal number within range, where it falls back to `f64`.
 pub(crate) fn micros_text_to_ns(text: &str) -> Option<i64> {
-    let t = text.trim();
-    let (neg, digits) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t),
+    let bytes = text.as_bytes();
+    let (neg, digits) = match bytes.first() {
+        Some(b'-') => (true, &bytes[1..]),
+        _ => (false, bytes),
     };
-    let (int_part, frac_part) = match digits.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (digits, ""),
-    };
-    let plain = !int_part.is_empty()
-        && int_part.bytes().all(|b| b.is_ascii_digit())
-        && frac_part.bytes().all(|b| b.is_ascii_digit());
-    if !plain {
-        // Exponent notation or garbage: take the f64 route.
-        let v: f64 = t.parse().ok()?;
+    // One pass over `int[.frac]`; anything else (exponent, garbage) takes the f64 route.
+    let mut int_part: i64 = 0;
+    let mut i = 0;
+    while i < digits.len() && digits[i].is_ascii_digit() {
+        int_part = int_part
+            .checked_mul(10)?
+            .checked_add((digits[i] - b'0') as i64)?;
+        i += 1;
+    }
+    let int_digits = i;
+    let mut frac_ns: i64 = 0;
+    let mut frac_digits = 0;
+    let mut round_up = false;
+    if i < digits.len() && digits[i] == b'.' {
+        i += 1;
+        while i < digits.len() && digits[i].is_ascii_digit() {
+            match frac_digits {
+                0..=2 => frac_ns = frac_ns * 10 + (digits[i] - b'0') as i64,
+                3 => round_up = digits[i] >= b'5',
+                _ => {}
+            }
+            frac_digits += 1;
+            i += 1;
+        }
+    }
+    if int_digits == 0 || i != digits.len() {
+        let v: f64 = text.trim().parse().ok()?;
         let ns = (v * 1000.0).round();
         return (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64);
     }
-    let mut ns: i64 = int_part.parse::<i64>().ok()?.checked_mul(1000)?;
-    let f = frac_part.as_bytes();
-    let mut frac_ns = 0i64;
-    for i in 0..3 {
-        frac_ns = frac_ns * 10 + f.get(i).map_or(0, |b| (b - b'0') as i64);
+    while frac_digits < 3 {
+        frac_ns *= 10;
+        frac_digits += 1;
     }
-    if f.get(3).is_some_and(|&b| b >= b'5') {
-        frac_ns += 1;
-    }
-    ns = ns.checked_add(frac_ns)?;
+    let ns = int_part
+        .checked_mul(1000)?
+        .checked_add(frac_ns + round_up as i64)?;
     Some(if neg { -ns } else { ns })
 }
 
@@ -544,12 +768,12 @@ impl<'c, 'd> Sink<'c, 'd> {
             conv,
             diags,
             strings: Vec::new(),
-            string_ids: HashMap::new(),
-            threads: HashMap::new(),
+            string_ids: HashMap::default(),
+            threads: HashMap::default(),
             ops: Vec::new(),
             annotations: Vec::new(),
             gpu_ops: Vec::new(),
-            runtime_ext: HashMap::new(),
+            runtime_ext: HashMap::default(),
             first_ts: None,
             counts: Counts::default(),
         }
@@ -565,8 +789,8 @@ impl<'c, 'd> Sink<'c, 'd> {
         id
     }
 
-    fn thread(&mut self, pid: &Lenient, tid: &Lenient) -> u64 {
-        let key = (pid.id_key(), tid.id_key());
+    fn thread(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> u64 {
+        let key = (pid.key(), tid.key());
         let next = self.threads.len() as u64;
         *self.threads.entry(key).or_insert(next)
     }
@@ -622,7 +846,7 @@ impl<'c, 'd> Sink<'c, 'd> {
         }
         let end = start + dur;
         self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
-        let args = ev.args.unwrap_or_default();
+        let args = ev.args;
         match cat {
             "cpu_op" => {
                 let thread = self.thread(&ev.pid, &ev.tid);
@@ -674,7 +898,7 @@ impl<'c, 'd> Sink<'c, 'd> {
         start: i64,
         end: i64,
         args: &RawArgs,
-        tid: &Lenient,
+        tid: &Id<'_>,
     ) {
         let correlation = args.correlation.i64();
         if correlation.is_none() {
@@ -864,9 +1088,9 @@ fn operators(
     // Innermost annotation enclosing each op's start, on the op's thread.
     let stage_of = innermost_annotation(ops, annotations);
     let mut stage_names: Vec<String> = Vec::new();
-    let mut stage_ids: HashMap<u32, u32> = HashMap::new();
+    let mut stage_ids: HashMap<u32, u32> = HashMap::default();
 
-    let mut aggs: HashMap<u32, OpAgg> = HashMap::new();
+    let mut aggs: HashMap<u32, OpAgg> = HashMap::default();
     for (i, op) in ops.iter().enumerate() {
         let dur = (op.end - op.start) as u64;
         let self_cpu = dur.saturating_sub(child_cpu[i]);
@@ -936,7 +1160,7 @@ fn innermost_annotation(ops: &[CpuOp], annotations: &[Annotation]) -> Vec<Option
     if annotations.is_empty() {
         return out;
     }
-    let mut by_thread: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut by_thread: HashMap<u64, Vec<usize>> = HashMap::default();
     for (i, a) in annotations.iter().enumerate() {
         by_thread.entry(a.thread).or_default().push(i);
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// [`llmprof_bundle::Diagnostic`]s instead.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
-    #[error("{what} `{}`: cannot read: {source}", path.display())]
+    #[error("{what} `{}`: cannot read", path.display())]
     Io {
         what: &'static str,
         path: PathBuf,

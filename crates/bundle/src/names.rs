@@ -447,6 +447,16 @@ mod tests {
     }
 
     #[test]
+    fn no_panic_on_any_prefix_or_odd_text() {
+        let odd = format!("{NSYS_SILU} µ<(int)>(((( ::<unnamed>:: (anonymous namespace)::ä(int)-");
+        for (i, _) in odd.char_indices() {
+            for s in [&odd[..i], &odd[i..]] {
+                let _ = (short_name(s), display_name(s), match_key(s), category(s));
+            }
+        }
+    }
+
+    #[test]
     fn categories() {
         use Category::*;
         assert_eq!(category(NSYS_GEMV), Gemm);

@@ -178,7 +178,7 @@ impl TraceConverter {
             }
         };
         let acc = &mut self.rows[row as usize];
-        acc.durations.push((op.end - op.start) as u64);
+        acc.durations.push(span(op.start, op.end));
         acc.bytes += bytes;
         if let Some(l) = launch {
             *acc.launches.entry(l).or_default() += 1;
@@ -247,7 +247,7 @@ impl TraceConverter {
                 continue;
             }
             let is_kernel = self.rows[op.row as usize].kind == OpKind::Kernel;
-            let dur = (op.end - op.start) as u64;
+            let dur = span(op.start, op.end);
             seen_stages.clear();
             for &r in containing {
                 let a = &mut inst[r as usize];
@@ -306,7 +306,7 @@ impl TraceConverter {
                 let members = &by_stage[id];
                 let mut walls: Vec<u64> = members
                     .iter()
-                    .map(|&r| (self.ranges[r].end - self.ranges[r].start) as u64)
+                    .map(|&r| span(self.ranges[r].start, self.ranges[r].end))
                     .collect();
                 let wall = Distribution::from_samples(&mut walls);
                 let first = members.first().copied();
@@ -322,7 +322,7 @@ impl TraceConverter {
                         StageInstance {
                             start_ns: range.start,
                             end_ns: range.end,
-                            wall_ns: (range.end - range.start) as u64,
+                            wall_ns: span(range.start, range.end),
                             tid: range.tid,
                             gpu_ops: a.gpu_ops,
                             kernel_ns: a.kernel_ns,
@@ -346,7 +346,7 @@ impl TraceConverter {
                     instances: members.len() as u64,
                     wall_ns: wall.total_ns,
                     gpu_proj_ns: sum(&|a| match (a.gpu_start, a.gpu_end) {
-                        (Some(s), Some(e)) => (e - s) as u64,
+                        (Some(s), Some(e)) => span(s, e),
                         _ => 0,
                     }),
                     gpu_ops: sum(&|a| a.gpu_ops),
@@ -427,7 +427,7 @@ impl TraceConverter {
     fn build_totals(&self, attribution: &Attribution) -> Totals {
         let mut t = Totals::default();
         for op in &self.ops {
-            let dur = (op.end - op.start) as u64;
+            let dur = span(op.start, op.end);
             match self.rows[op.row as usize].kind {
                 OpKind::Kernel => {
                     t.kernels += 1;
@@ -446,7 +446,7 @@ impl TraceConverter {
         let first = self.ops.iter().map(|o| o.start).min();
         let last = self.ops.iter().map(|o| o.end).max();
         if let (Some(f), Some(l)) = (first, last) {
-            t.gpu_span_ns = (l - f) as u64;
+            t.gpu_span_ns = span(f, l);
         }
         t.gpu_busy_ns = union_len(
             self.ops
@@ -498,8 +498,8 @@ impl TraceConverter {
             let stage = attribution
                 .innermost(i)
                 .map(|r| self.ranges[r as usize].stage);
-            let rel = (op.start - t0) as u64;
-            let dur = (op.end - op.start) as u64;
+            let rel = span(t0, op.start);
+            let dur = span(op.start, op.end);
             let id = row_to_id[op.row as usize];
             if self.rows[op.row as usize].kind == OpKind::Kernel {
                 kernels.start.push(rel);
@@ -519,8 +519,8 @@ impl TraceConverter {
         let mut ranges = TimelineRanges::default();
         for &r in &nesting.order {
             let range = &self.ranges[r];
-            ranges.start.push((range.start - t0) as u64);
-            ranges.dur.push((range.end - range.start) as u64);
+            ranges.start.push(span(t0, range.start));
+            ranges.dur.push(span(range.start, range.end));
             ranges.stage.push(range.stage);
             ranges.depth.push(nesting.depth[r]);
             ranges.tid.push(range.tid);
@@ -529,7 +529,7 @@ impl TraceConverter {
             schema_version: SCHEMA_VERSION,
             run_id: String::new(),
             t0_ns: t0,
-            end_ns: (end - t0) as u64,
+            end_ns: span(t0, end),
             streams,
             kernels,
             mem_ops,
@@ -684,6 +684,11 @@ impl Attribution {
     }
 }
 
+/// `end - start` in ns, 0 when negative, without overflow for any pair of i64 timestamps.
+pub(crate) fn span(start: i64, end: i64) -> u64 {
+    (end as i128 - start as i128).clamp(0, u64::MAX as i128) as u64
+}
+
 /// Total length of the union of `[start, end)` intervals.
 fn union_len(intervals: impl IntoIterator<Item = (i64, i64)>) -> u64 {
     let mut v: Vec<(i64, i64)> = intervals.into_iter().collect();
@@ -694,14 +699,14 @@ fn union_len(intervals: impl IntoIterator<Item = (i64, i64)>) -> u64 {
         match cur {
             Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
             Some((cs, ce)) => {
-                total += (ce - cs) as u64;
+                total += span(cs, ce);
                 cur = Some((s, e));
             }
             None => cur = Some((s, e)),
         }
     }
     if let Some((cs, ce)) = cur {
-        total += (ce - cs) as u64;
+        total += span(cs, ce);
     }
     total
 }

@@ -23,7 +23,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::convert::TraceConverter;
+use crate::convert::{span, TraceConverter};
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::KINETO, IngestError};
 use crate::input;
@@ -844,7 +844,10 @@ impl<'c, 'd> Sink<'c, 'd> {
                 .get_or_insert_with(|| format!("{cat} `{name}` dur {dur} ns"));
             return;
         }
-        let end = start + dur;
+        let Some(end) = start.checked_add(dur) else {
+            self.counts.negative_dur += 1;
+            return;
+        };
         self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
         let args = ev.args;
         match cat {
@@ -910,7 +913,7 @@ impl<'c, 'd> Sink<'c, 'd> {
         self.gpu_ops.push(DeviceOp {
             external_id: args.external_id.i64(),
             correlation,
-            dur: (end - start) as u64,
+            dur: span(start, end),
         });
         let Some(conv) = self.conv.as_deref_mut() else {
             return;
@@ -1073,7 +1076,7 @@ fn operators(
         }
         if let Some(&p) = stack.last() {
             parent[i] = Some(p);
-            child_cpu[p] += (op.end - op.start) as u64;
+            child_cpu[p] += span(op.start, op.end);
         }
         nested_in_same_name[i] = stack.iter().any(|&a| ops[a].name == op.name);
         stack.push(i);
@@ -1092,7 +1095,7 @@ fn operators(
 
     let mut aggs: HashMap<u32, OpAgg> = HashMap::default();
     for (i, op) in ops.iter().enumerate() {
-        let dur = (op.end - op.start) as u64;
+        let dur = span(op.start, op.end);
         let self_cpu = dur.saturating_sub(child_cpu[i]);
         let outermost = !nested_in_same_name[i];
         let a = aggs.entry(op.name).or_default();
@@ -1228,5 +1231,112 @@ mod tests {
             memcpy_direction("Memcpy DtoD (Device -> Device)"),
             "Device-to-Device"
         );
+    }
+}
+
+/// Format quirks, each on a small trace made of real event shapes of the H200 trace.
+#[cfg(test)]
+mod quirk_tests {
+    use super::*;
+    use llmprof_bundle::Source;
+
+    const HEAD: &str = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}], "traceEvents": ["#;
+    const ANNOTATION: &str = r#"{"ph": "X", "cat": "user_annotation", "name": "decode", "pid": 405, "tid": 405, "ts": 1000.000, "dur": 100.000, "args": {"External id": 1}}"#;
+
+    fn run(
+        events: &[&str],
+    ) -> (
+        crate::convert::TraceParts,
+        KinetoInput,
+        Vec<llmprof_bundle::Diagnostic>,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, format!("{HEAD}{}]}}", events.join(",\n"))).unwrap();
+        let mut conv = TraceConverter::new();
+        let mut diags = Diagnostics::new(Source::Kineto, "t.json");
+        let input = read(&path, Some(&mut conv), &mut diags).unwrap();
+        let parts = conv.finish(&mut diags);
+        (parts, input, diags.finish())
+    }
+
+    fn launch(corr: u32, ts: &str, name: &str) -> String {
+        format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": 405, "tid": 405, "ts": {ts}, "dur": 5.0, "args": {{"External id": 7, "correlation": {corr}}}}}"#
+        )
+    }
+
+    fn kernel(corr: u32, ts: &str, dur: &str) -> String {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "k{corr}", "pid": 0, "tid": 7, "ts": {ts}, "dur": {dur}, "args": {{"External id": 7, "device": 0, "stream": 7, "correlation": {corr}, "grid": [1, 1, 1], "block": [128, 1, 1]}}}}"#
+        )
+    }
+
+    #[test]
+    fn string_pids_flows_and_metadata_are_accepted() {
+        let (p, input, d) = run(&[
+            ANNOTATION,
+            r#"{"name": "process_name", "ph": "M", "ts": 4448858842767.927, "pid": 405, "tid": 0, "args": {"name": "python3"}}"#,
+            r#"{"ph": "X", "cat": "Trace", "ts": 4448858842672.904, "dur": 2390453.757, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}}"#,
+            r#"{"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": 4448858842672.904}"#,
+            r#"{"ph": "f", "id": 832347, "pid": 0, "tid": 7, "ts": 4448860991529.362, "cat": "ac2g", "name": "ac2g", "bp": "e"}"#,
+        ]);
+        assert_eq!(p.stages.len(), 1);
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(input.facts.device.unwrap().sm_count, Some(132));
+    }
+
+    #[test]
+    fn overlapping_kernels_on_one_stream_are_kept() {
+        // Programmatic dependent launch: the second kernel starts before the first ends.
+        let (p, _, _) = run(&[
+            ANNOTATION,
+            &launch(1, "1010.0", "cudaLaunchKernelExC"),
+            &kernel(1, "1020.0", "10.0"),
+            &launch(2, "1012.0", "cudaLaunchKernelExC"),
+            &kernel(2, "1025.0", "10.0"),
+        ]);
+        assert_eq!(p.totals.kernels, 2);
+        assert_eq!(p.stages[0].kernel_ns, 20_000);
+        assert_eq!(p.stages[0].gpu_busy_ns, 15_000, "union, not sum");
+    }
+
+    #[test]
+    fn cuda_graph_kernels_attribute_through_the_graph_launch() {
+        // Kernels replayed from a CUDA graph share the correlation id of `cudaGraphLaunch`.
+        let g = |ts: &str| {
+            format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "graph_kernel", "pid": 0, "tid": 7, "ts": {ts}, "dur": 1.0, "args": {{"stream": 7, "correlation": 9, "graph id": 1, "graph node id": 3}}}}"#
+            )
+        };
+        let (p, _, _) = run(&[
+            ANNOTATION,
+            &launch(9, "1050.0", "cudaGraphLaunch"),
+            &g("1200.0"),
+            &g("1202.0"),
+        ]);
+        assert_eq!(p.stages[0].gpu_ops, 2);
+        assert_eq!(p.stages[0].gpu_proj_ns, 3_000);
+    }
+
+    #[test]
+    fn escaped_names_and_integer_timestamps() {
+        let (p, _, _) = run(&[
+            r#"{"ph": "X", "cat": "user_annotation", "name": "step \"1\" \u00b5", "pid": 405, "tid": 405, "ts": 1000, "dur": 100, "args": {}}"#,
+        ]);
+        assert_eq!(p.stages[0].name, "step \"1\" µ");
+        assert_eq!(p.stages[0].wall_ns, 100_000);
+    }
+
+    #[test]
+    fn odd_argument_types_do_not_fail_the_trace() {
+        // A string correlation, a null stream and a grid that is not three numbers.
+        let (p, _, _) = run(&[
+            ANNOTATION,
+            &launch(3, "1010.0", "cudaLaunchKernel"),
+            r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1020.0, "dur": 1.0, "args": {"correlation": "3", "stream": null, "grid": [1, "x"], "block": {}}}"#,
+        ]);
+        assert_eq!(p.stages[0].gpu_ops, 1);
+        assert_eq!(p.kernels[0].launch, None);
     }
 }

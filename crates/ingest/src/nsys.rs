@@ -144,7 +144,7 @@ impl Export<'_> {
         self.read_ranges(&strings, conv, diags)?;
         self.read_launches(conv)?;
         let device_id = self.read_kernels(&strings, conv, diags)?;
-        self.read_memops(conv)?;
+        self.read_memops(conv, diags)?;
         if !self.has(KERNEL) {
             diags.note(
                 "nsys.no_kernel_table",
@@ -234,7 +234,7 @@ impl Export<'_> {
             .prepare(&sql)
             .map_err(|e| sql_err(self.path, NVTX, e))?;
         struct Row {
-            start: i64,
+            start: Option<i64>,
             end: Option<i64>,
             kind: i64,
             text: Option<String>,
@@ -272,20 +272,21 @@ impl Export<'_> {
                 }
                 continue;
             };
-            let Some(end) = r.end else {
+            let (Some(start), Some(end)) = (r.start, r.end) else {
                 diags.note(
                     "nsys.nvtx_range_not_closed",
                     Severity::Warning,
                     || {
-                        "NVTX ranges that were never closed (no pop/end before the capture \
-                         stopped) were skipped"
+                        "NVTX ranges without a start or an end (never closed before the \
+                         capture stopped) were skipped"
                             .into()
                     },
                     || {
                         format!(
-                            "`{}` started at {}",
+                            "`{}` start {:?} end {:?}",
                             r.text.as_deref().unwrap_or(""),
-                            r.start
+                            r.start,
+                            r.end
                         )
                     },
                 );
@@ -298,7 +299,7 @@ impl Export<'_> {
                 domain,
                 name: r.text.as_deref().unwrap_or(""),
                 kind,
-                start: r.start,
+                start,
                 end,
             });
         }
@@ -410,15 +411,19 @@ impl Export<'_> {
                 }),
                 _ => None,
             };
+            let Some(t) = op_times(r).map_err(err)? else {
+                note_untimed(diags, KERNEL);
+                continue;
+            };
             if let Some(dev) = r.get::<_, Option<i64>>(15).map_err(err)? {
                 *devices.entry(dev).or_default() += 1;
             }
             conv.handle_gpu_op(GpuOpRecord {
-                process: r.get::<_, i64>(4).map_err(err)? as u64,
-                correlation: r.get(3).map_err(err)?,
-                stream: r.get::<_, i64>(2).map_err(err)? as u64,
-                start: r.get(0).map_err(err)?,
-                end: r.get(1).map_err(err)?,
+                process: t.process,
+                correlation: t.correlation,
+                stream: t.stream,
+                start: t.start,
+                end: t.end,
                 op: GpuOp::Kernel {
                     name,
                     short_name: short,
@@ -442,7 +447,11 @@ impl Export<'_> {
             .map(|(d, _)| d))
     }
 
-    fn read_memops(&self, conv: &mut TraceConverter) -> Result<(), IngestError> {
+    fn read_memops(
+        &self,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<(), IngestError> {
         const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
         const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
         if self.has(MEMCPY) {
@@ -461,12 +470,16 @@ impl Export<'_> {
                     .and_then(|k| directions.get(&k))
                     .map(String::as_str)
                     .unwrap_or("Unknown");
+                let Some(t) = op_times(r).map_err(err)? else {
+                    note_untimed(diags, MEMCPY);
+                    continue;
+                };
                 conv.handle_gpu_op(GpuOpRecord {
-                    process: r.get::<_, i64>(4).map_err(err)? as u64,
-                    correlation: r.get(3).map_err(err)?,
-                    stream: r.get::<_, i64>(2).map_err(err)? as u64,
-                    start: r.get(0).map_err(err)?,
-                    end: r.get(1).map_err(err)?,
+                    process: t.process,
+                    correlation: t.correlation,
+                    stream: t.stream,
+                    start: t.start,
+                    end: t.end,
                     op: GpuOp::Memcpy {
                         direction,
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
@@ -484,12 +497,16 @@ impl Export<'_> {
             let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, MEMSET, e))?;
             let err = |e| sql_err(self.path, MEMSET, e);
             while let Some(r) = rows.next().map_err(err)? {
+                let Some(t) = op_times(r).map_err(err)? else {
+                    note_untimed(diags, MEMSET);
+                    continue;
+                };
                 conv.handle_gpu_op(GpuOpRecord {
-                    process: r.get::<_, i64>(4).map_err(err)? as u64,
-                    correlation: r.get(3).map_err(err)?,
-                    stream: r.get::<_, i64>(2).map_err(err)? as u64,
-                    start: r.get(0).map_err(err)?,
-                    end: r.get(1).map_err(err)?,
+                    process: t.process,
+                    correlation: t.correlation,
+                    stream: t.stream,
+                    start: t.start,
+                    end: t.end,
                     op: GpuOp::Memset {
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
                     },
@@ -680,7 +697,134 @@ impl Export<'_> {
     }
 }
 
+/// The columns every GPU op table starts with, selected as
+/// `start, end, streamId, correlationId, globalPid`. `None` when the row has no time.
+struct OpTimes {
+    start: i64,
+    end: i64,
+    stream: u64,
+    correlation: Option<i64>,
+    process: u64,
+}
+
+fn op_times(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<OpTimes>> {
+    let (Some(start), Some(end)) = (r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?)
+    else {
+        return Ok(None);
+    };
+    Ok(Some(OpTimes {
+        start,
+        end,
+        stream: r.get::<_, Option<i64>>(2)?.unwrap_or(0) as u64,
+        correlation: r.get(3)?,
+        process: r.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
+    }))
+}
+
+fn note_untimed(diags: &mut Diagnostics, table: &str) {
+    diags.note(
+        "nsys.gpu_op_without_time",
+        Severity::Warning,
+        || "GPU op rows without a start or end time were skipped".into(),
+        || format!("a row of {table}"),
+    );
+}
+
 /// CUDA's integer version (`13000`, `12080`) as `13.0`, `12.8`.
 pub(crate) fn cuda_version(v: u64) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// Schema variants of the export, on small databases with the real tables' columns.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llmprof_bundle::StageKind;
+
+    /// globalTid of pid 728, tid 730 as nsys encodes it (`hw << 56 | pid << 24 | tid`).
+    const TID: i64 = (1 << 56) | (728 << 24) | 730;
+    const PID: i64 = (1 << 56) | (728 << 24);
+
+    fn export(sql: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.sqlite");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(&format!(
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER, name TEXT, label TEXT);
+             INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (34, 'NvtxMark', ''), (59, 'NvtxPushPopRange', ''),
+               (60, 'NvtxStartEndRange', ''), (75, 'NvtxDomainCreate', '');
+             CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, rangeId INTEGER,
+               category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER,
+               textId INTEGER, domainId INTEGER);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
+               globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
+               contextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+               demangledName INTEGER, shortName INTEGER, mangledName INTEGER);
+             {sql}"
+        ))
+        .unwrap();
+        (dir, path)
+    }
+
+    fn ingest(path: &Path) -> (crate::convert::TraceParts, Vec<llmprof_bundle::Diagnostic>) {
+        let mut conv = TraceConverter::new();
+        let mut diags = Diagnostics::new(Source::Nsys, "x.sqlite");
+        read(path, &mut conv, &mut diags).unwrap();
+        let parts = conv.finish(&mut diags);
+        (parts, diags.finish())
+    }
+
+    #[test]
+    fn range_text_from_string_ids_and_named_domains() {
+        // Registered strings put the range name in textId; a domain is created by event 75.
+        let (_d, path) = export(&format!(
+            "INSERT INTO StringIds VALUES (1, 'vision'), (2, 'kern');
+             INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId)
+               VALUES (0, NULL, 75, 'llmprof', {TID}, 5);
+             INSERT INTO NVTX_EVENTS (start, end, eventType, textId, globalTid, domainId)
+               VALUES (100, 200, 59, 1, {TID}, 5);
+             INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (150, 160, 0, {TID}, 42, 0, 0);
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (300, 310, 0, 1, 7, 42, {PID}, 2, 2, 2);"
+        ));
+        let (p, _) = ingest(&path);
+        let s = &p.stages[0];
+        assert_eq!((s.domain.as_str(), s.name.as_str()), ("llmprof", "vision"));
+        assert_eq!(
+            s.instance_list[0].tid, 730,
+            "TID is the low 24 bits of globalTid"
+        );
+        assert_eq!(
+            s.gpu_ops, 1,
+            "the kernel's launch matched on (globalPid, correlationId)"
+        );
+    }
+
+    #[test]
+    fn start_end_ranges_unclosed_ranges_and_marks() {
+        let (_d, path) = export(&format!(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES
+               (100, 200, 60, 'load', {TID}, 0),
+               (300, NULL, 59, 'never popped', {TID}, 0),
+               (400, NULL, 34, 'a mark', {TID}, 0);"
+        ));
+        let (p, d) = ingest(&path);
+        assert_eq!(p.stages.len(), 1);
+        assert_eq!(p.stages[0].kind, StageKind::StartEnd);
+        let codes: Vec<&str> = d.iter().map(|d| d.code.as_str()).collect();
+        assert_eq!(codes, ["nsys.nvtx_marks", "nsys.nvtx_range_not_closed"]);
+    }
+
+    #[test]
+    fn kernels_with_null_times_are_skipped_not_fatal() {
+        let (_d, path) = export(&format!(
+            "INSERT INTO StringIds VALUES (2, 'kern');
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (NULL, 310, 0, 1, 7, 42, {PID}, 2, 2, 2),
+               (400, 410, 0, 1, NULL, NULL, {PID}, 2, 2, 2);"
+        ));
+        let (p, d) = ingest(&path);
+        assert_eq!(p.totals.kernels, 1);
+        assert!(d.iter().any(|d| d.code == "nsys.gpu_op_without_time"));
+    }
 }

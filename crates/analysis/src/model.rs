@@ -1,0 +1,1 @@
+//! Placeholder: the model FLOPs/bytes module is being written.

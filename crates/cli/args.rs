@@ -33,6 +33,72 @@ pub enum Command {
     ///
     /// Example: llmprof show runs/20261121-235636-qwen2-h200
     Show(ShowArgs),
+    /// Recompute a run's analysis (MFU/MBU, findings) with other token counts or peaks.
+    ///
+    /// Values given here replace those stored in the run; the bundle is rewritten in place.
+    ///
+    /// Example: llmprof analyze runs/20261121-235636-qwen2-h200 --decode-steps 2,16 --peak-tflops 780
+    Analyze(AnalyzeArgs),
+}
+
+/// Token counts and peaks: what analysis needs that the traces may not say.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WorkloadArgs {
+    /// `metadata.json` written by the workload: token counts, counted FLOPs per stage
+    /// (FlopCounterMode), measured ceilings. Flags below win over it.
+    #[arg(long, value_name = "FILE")]
+    pub metadata: Option<PathBuf>,
+    /// Sequences per batch.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: Option<u64>,
+    /// Prompt (text) tokens per sequence.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub prompt_tokens: Option<u64>,
+    /// Image tokens per sequence in the LM input (OCR / vision-language models).
+    #[arg(long, value_name = "N")]
+    pub image_tokens: Option<u64>,
+    /// Decode steps: one number for every decode-stage instance, or a comma list with one
+    /// entry per instance (e.g. `2,16` for a warm-up pass and a measured pass).
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub decode_steps: Vec<u64>,
+    /// Tokens per sequence whose logits prefill computes: 1 for `generate()`, the prompt length
+    /// for a plain forward call. Default: 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub prefill_logits: Option<u64>,
+    /// Peak dense TFLOP/s to compute MFU against, instead of the datasheet table.
+    #[arg(long, value_name = "X", value_parser = positive_f64)]
+    pub peak_tflops: Option<f64>,
+    /// Peak memory bandwidth in GB/s to compute MBU against, instead of the datasheet table.
+    #[arg(long, value_name = "X", value_parser = positive_f64)]
+    pub peak_gbps: Option<f64>,
+}
+
+fn positive_f64(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
+}
+
+impl WorkloadArgs {
+    pub fn flags(&self) -> llmprof_ingest::WorkloadFlags {
+        llmprof_ingest::WorkloadFlags {
+            batch_size: self.batch_size,
+            prompt_tokens: self.prompt_tokens,
+            image_tokens: self.image_tokens,
+            decode_steps: self.decode_steps.clone(),
+            prefill_logits: self.prefill_logits,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// A run directory (runs/<run-id>).
+    #[arg(value_name = "RUN_DIR")]
+    pub run: PathBuf,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +120,8 @@ pub struct IngestArgs {
     /// A label for the run (shown in reports, used in the run id).
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// Directory that receives the run directory.
     #[arg(long, value_name = "DIR", default_value = "runs")]
     pub out: PathBuf,
@@ -74,7 +142,11 @@ impl IngestArgs {
                 kineto: self.kineto,
                 ncu: self.ncu,
                 model_config: self.model_config,
+                metadata: self.workload.metadata.clone(),
                 label: self.label.filter(|l| !l.trim().is_empty()),
+                workload: self.workload.flags(),
+                peak_tflops: self.workload.peak_tflops,
+                peak_gbps: self.workload.peak_gbps,
             },
             out: self.out,
         }

@@ -50,6 +50,7 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
     ) {
         input.path = report.display().to_string();
     }
+    ingested.bundle.analysis = Some(llmprof_analysis::analyze(&ingested.bundle));
     let b = &ingested.bundle;
     let warnings = b
         .diagnostics

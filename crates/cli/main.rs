@@ -3,6 +3,7 @@
 //! The binary only parses flags into validated configs and calls the library crates; see
 //! ARCHITECTURE.md for the map.
 
+mod analyze_cmd;
 mod args;
 mod ingest_cmd;
 mod nsys_export;
@@ -18,6 +19,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         args::Command::Ingest(a) => ingest_cmd::run(a.into_config()),
         args::Command::Show(a) => show::run(a.into_config()),
+        args::Command::Analyze(a) => analyze_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use llmprof_bundle::{names, Bundle, OpKind, Summary};
+use llmprof_bundle::{names, Analysis, Bundle, OpKind, Summary};
 use llmprof_ingest::run_store;
 
 use crate::args::ShowConfig;
@@ -69,10 +69,175 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
     if !b.ncu.is_empty() {
         section(&mut s, "Nsight Compute", ncu(b, top), width);
     }
+    if let Some(a) = &b.analysis {
+        analysis(&mut s, b, a, width);
+    }
     if !b.diagnostics.is_empty() {
         section(&mut s, "Diagnostics", diagnostics(b), width);
     }
     s
+}
+
+/// MFU/MBU per stage, run metrics, findings and the summary.
+fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
+    s.push_str("\nMFU / MBU (wall = NVTX range time; busy = projected GPU time)\n");
+    match (&a.peak, &a.peak_note) {
+        (Some(p), _) => s.push_str(&format!(
+            "  peak      {} TFLOP/s {}, {} GB/s — {}\n",
+            p.tflops, p.dtype, p.gbps, p.source
+        )),
+        (None, Some(why)) => s.push_str(&format!("  peak      n/a: {why}\n")),
+        _ => {}
+    }
+    if let Some(m) = &a.model {
+        s.push_str(&format!(
+            "  model     {}: {:.3} B params ({:.3} B active), KV {:.0} bytes/token\n",
+            m.model_type,
+            m.params / 1e9,
+            m.active_params / 1e9,
+            m.kv_bytes_per_token
+        ));
+    } else if let Some(why) = &a.model_note {
+        s.push_str(&format!("  model     n/a: {why}\n"));
+    }
+    if let Some(w) = &b.workload {
+        let mut parts = Vec::new();
+        if let Some(v) = &w.batch_size {
+            parts.push(format!("batch {} ({})", v.value, v.source));
+        }
+        if let Some(v) = &w.prompt_tokens {
+            parts.push(format!("prompt {} ({})", v.value, v.source));
+        }
+        if let Some(v) = &w.image_tokens {
+            parts.push(format!("image {} ({})", v.value, v.source));
+        }
+        if let Some(v) = &w.decode_steps {
+            let steps: Vec<String> = v.value.iter().map(u64::to_string).collect();
+            parts.push(format!("decode steps {} ({})", steps.join(","), v.source));
+        }
+        if let Some(v) = &w.prefill_logits {
+            parts.push(format!("prefill logits {} ({})", v.value, v.source));
+        }
+        s.push_str(&format!("  tokens    {}\n", parts.join("; ")));
+    }
+    let mut t = Table::new(
+        &[
+            ("stage", Align::Left),
+            ("FLOPs", Align::Right),
+            ("TFLOP/s", Align::Right),
+            ("MFU %", Align::Right),
+            ("MFU busy %", Align::Right),
+            ("GB/s", Align::Right),
+            ("MBU %", Align::Right),
+            ("FLOP/B", Align::Right),
+            ("bound", Align::Left),
+        ],
+        0,
+    );
+    let f = |v: Option<f64>, digits: usize| {
+        v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "n/a".into())
+    };
+    let pct_of = |v: Option<f64>| v.map(|x| format!("{:.2}", x * 100.0)).unwrap_or_else(|| "n/a".into());
+    for st in &a.stages {
+        let flops = st.flops.map(|x| {
+            let tag = match st.flops_source.as_deref() {
+                Some("counted") => " (counted)",
+                _ => "",
+            };
+            format!("{:.3e}{tag}", x)
+        });
+        t.row(vec![
+            st.name.clone(),
+            flops.unwrap_or_else(|| "n/a".into()),
+            f(st.tflops, 2),
+            pct_of(st.mfu),
+            pct_of(st.mfu_busy),
+            f(st.gbps, 0),
+            pct_of(st.mbu),
+            f(st.intensity, 1),
+            st.bound.clone(),
+        ]);
+    }
+    s.push_str(&t.render(width));
+    for st in a.stages.iter().filter(|st| st.note.is_some() || st.counted_vs_analytic_pct.is_some()) {
+        if let Some(d) = st.counted_vs_analytic_pct {
+            s.push_str(&format!(
+                "  {}: counted {:.3e} vs analytic {:.3e} FLOPs ({d:+.1}%)\n",
+                st.name,
+                st.counted_flops.unwrap_or(0.0),
+                st.analytic_flops.unwrap_or(0.0)
+            ));
+        }
+        if let Some(n) = &st.note {
+            s.push_str(&format!("  {}: {n}\n", st.name));
+        }
+    }
+    let r = &a.run;
+    let mut run = Vec::new();
+    if let Some(d) = &r.ttft {
+        run.push(format!("TTFT median {} ms", ms(d.median_ns as u64)));
+    }
+    if let Some(d) = &r.tpot {
+        run.push(format!(
+            "TPOT median {} ms (p90 {} ms)",
+            ms(d.median_ns as u64),
+            ms(d.p90_ns as u64)
+        ));
+    }
+    if let Some(t) = r.decode_tokens_per_s {
+        run.push(format!("{t:.1} tokens/s in decode"));
+    }
+    if let Some(m) = r.model_mfu {
+        run.push(format!("model MFU {:.2}%", m * 100.0));
+    }
+    if !run.is_empty() {
+        s.push_str(&format!("  run       {}\n", run.join(" · ")));
+    }
+    if let Some(n) = &r.note {
+        s.push_str(&format!("  run       {n}\n"));
+    }
+    if let Some(why) = &a.inconsistent {
+        s.push_str(&format!("  INCONSISTENT: {why}\n"));
+    }
+
+    s.push_str("\nFindings\n");
+    for (i, finding) in a.findings.iter().enumerate() {
+        s.push_str(&format!("  {}. {}\n", i + 1, finding.title));
+        for e in &finding.evidence {
+            s.push_str(&wrap(&format!("- {e}"), width, 5));
+        }
+        s.push_str(&wrap(&format!("→ {}", finding.recommendation), width, 5));
+    }
+    s.push_str("\nSummary\n");
+    s.push_str(&wrap(&a.summary, width + 2, 2).replace("\n    ", "\n  "));
+}
+
+/// Wraps `text` to `width` columns: the first line indented by `indent` spaces, the following
+/// ones by two more (a hanging indent under bullets).
+fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    let mut pad = indent;
+    for word in text.split_whitespace() {
+        let max = width.saturating_sub(pad).max(20);
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > max {
+            out.push_str(&" ".repeat(pad));
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+            pad = indent + 2;
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&" ".repeat(pad));
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 fn section(s: &mut String, title: &str, table: Table, width: usize) {

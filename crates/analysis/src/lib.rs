@@ -1,4 +1,58 @@
-//! Analysis of a run bundle: FLOPs and bytes from the model config, MFU/MBU, roofline position,
-//! and a diagnosis. Pure computation on bundle types: no I/O.
+//! Analysis of a run bundle: FLOPs and bytes from the model config, MFU/MBU against the
+//! device's peak, roofline position, and a diagnosis that names the bottleneck with its
+//! evidence. Pure computation on bundle types: no I/O, and no number that is not computed
+//! from a measurement or the model config.
 
+pub mod diagnose;
+pub mod kernels;
 pub mod model;
+pub mod peaks;
+pub mod run;
+pub mod summary;
+pub mod throughput;
+
+use llmprof_bundle::{Analysis, Bundle, ModelSummary};
+
+use crate::model::Model;
+
+/// Computes the analysis of `bundle` (its workload, counted FLOPs and calibration included).
+pub fn analyze(bundle: &Bundle) -> Analysis {
+    let mut a = Analysis::default();
+    let model = match &bundle.model {
+        None => Err("no model config: give --model-config config.json".to_string()),
+        Some(m) => Model::from_config(&m.config).map_err(|e| e.to_string()),
+    };
+    match &model {
+        Ok(m) => {
+            let (params, active) = m.params();
+            a.model = Some(ModelSummary {
+                model_type: m.model_type().to_string(),
+                params,
+                active_params: active,
+                dtype_bytes: m.dtype_bytes(),
+                kv_bytes_per_token: m.kv_bytes_per_token(),
+                conventions: m.conventions(),
+            });
+        }
+        Err(why) => a.model_note = Some(why.clone()),
+    }
+    let dtype = model.as_ref().map_or("bf16", |m| m.compute_dtype());
+    match peaks::peak(bundle.device.as_ref(), dtype, bundle.calibration.as_ref()) {
+        Ok(p) => a.peak = Some(p),
+        Err(why) => a.peak_note = Some(why),
+    }
+    let model_ref = model.as_ref().map_err(String::as_str);
+    a.stages = throughput::stages(bundle, model_ref, a.peak.as_ref());
+    a.inconsistent = throughput::guard(&mut a.stages);
+    a.run = run::metrics(bundle, &a.stages, a.peak.as_ref());
+    a.kernels = kernels::classify(bundle);
+    a.findings = diagnose::findings(
+        bundle,
+        &a.stages,
+        &a.kernels,
+        a.peak.as_ref(),
+        a.inconsistent.as_deref(),
+    );
+    a.summary = summary::write(bundle, &a);
+    a
+}

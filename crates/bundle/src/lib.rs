@@ -41,6 +41,10 @@
 //! | `device` | [`Device`]? | the GPU as the inputs reveal it |
 //! | `environment` | [`Environment`] | driver, CUDA, CUPTI, OS, CPU and tool versions |
 //! | `model` | [`ModelInfo`]? | the Hugging Face `config.json` given with `--model-config` |
+//! | `workload` | [`Workload`]? | token accounting (batch, prompt, image, decode steps), each count with its source |
+//! | `counted_flops[]` | [`CountedFlops`] | per-stage FLOPs measured by the workload (e.g. `FlopCounterMode`) |
+//! | `calibration` | [`Calibration`]? | measured device ceilings (matmul TFLOP/s, copy GB/s) and peak overrides |
+//! | `analysis` | [`Analysis`]? | MFU/MBU, roofline position, findings and summary (see `analysis.rs`) |
 //! | `totals` | [`Totals`] | whole-run GPU totals |
 //! | `stages[]` | [`Stage`] | every NVTX range / `record_function` annotation, with its instances |
 //! | `kernels[]` | [`Kernel`] | per distinct kernel name (and one row per memcpy kind and for memset) |
@@ -64,22 +68,30 @@
 //! # Migration notes
 //!
 //! * Version 1: first version.
+//! * Version 2: adds `workload`, `counted_flops`, `calibration` and `analysis`. All are
+//!   optional: a version-1 bundle reads as version 2 with them absent.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 pub mod names;
+mod analysis;
 mod stats;
 mod summary;
 mod timeline;
+mod workload;
 
+pub use analysis::{
+    Analysis, Finding, KernelAnalysis, ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole,
+};
 pub use stats::Distribution;
+pub use workload::{Calibration, CountedFlops, RunMetadata, Sourced, Workload};
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
 pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
 
 /// Version of the `bundle.json` / `timeline.json` format written by this crate.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// File name of the bundle inside a run directory.
 pub const BUNDLE_FILE: &str = "bundle.json";
@@ -107,6 +119,12 @@ pub struct Bundle {
     #[serde(default)]
     pub model: Option<ModelInfo>,
     #[serde(default)]
+    pub workload: Option<Workload>,
+    #[serde(default)]
+    pub counted_flops: Vec<CountedFlops>,
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+    #[serde(default)]
     pub totals: Totals,
     #[serde(default)]
     pub stages: Vec<Stage>,
@@ -120,6 +138,8 @@ pub struct Bundle {
     pub timeline: Option<TimelineInfo>,
     #[serde(default)]
     pub diagnostics: Vec<Diagnostic>,
+    #[serde(default)]
+    pub analysis: Option<Analysis>,
 }
 
 impl Bundle {
@@ -136,6 +156,9 @@ impl Bundle {
             device: None,
             environment: Environment::default(),
             model: None,
+            workload: None,
+            counted_flops: Vec::new(),
+            calibration: None,
             totals: Totals::default(),
             stages: Vec::new(),
             kernels: Vec::new(),
@@ -143,6 +166,7 @@ impl Bundle {
             ncu: Vec::new(),
             timeline: None,
             diagnostics: Vec::new(),
+            analysis: None,
         }
     }
 
@@ -203,6 +227,8 @@ pub enum Source {
     Ncu,
     /// Hugging Face `config.json`.
     ModelConfig,
+    /// `metadata.json` of the workload (token counts, counted FLOPs).
+    Metadata,
 }
 
 impl Source {
@@ -212,6 +238,7 @@ impl Source {
             Source::Kineto => "kineto",
             Source::Ncu => "ncu",
             Source::ModelConfig => "model_config",
+            Source::Metadata => "metadata",
         }
     }
 }
@@ -367,6 +394,12 @@ pub struct Stage {
     /// Sum of attributed kernel durations (memcpy/memset excluded).
     pub kernel_ns: u64,
     pub kernels: u64,
+    /// CUDA API calls (launches) that started inside the stage and launched GPU ops, and
+    /// their summed host duration: the CPU cost of launching the stage's work.
+    #[serde(default)]
+    pub launches: u64,
+    #[serde(default)]
+    pub launch_api_ns: u64,
     /// Union of attributed GPU op intervals, summed over instances.
     pub gpu_busy_ns: u64,
     /// `gpu_busy_ns / wall_ns`, in percent.

@@ -268,6 +268,21 @@ impl TraceConverter {
                 }
             }
         }
+        // Launch calls: count each once per instance, however many ops it launched (graphs).
+        let mut counted = vec![false; self.launches.len()];
+        for (op_idx, launch) in attribution.launch_of_op.iter().enumerate() {
+            let Some(l) = launch.map(|l| l as usize) else {
+                continue;
+            };
+            if std::mem::replace(&mut counted[l], true) {
+                continue;
+            }
+            let cost = span(self.launches[l].start, self.launches[l].end);
+            for &r in attribution.ranges_of(op_idx) {
+                inst[r as usize].launches += 1;
+                inst[r as usize].launch_ns += cost;
+            }
+        }
         inst_intervals.sort_unstable();
         for chunk in inst_intervals.chunk_by(|a, b| a.0 == b.0) {
             let busy = union_len(chunk.iter().map(|&(_, s, e)| (s, e)));
@@ -352,6 +367,8 @@ impl TraceConverter {
                     gpu_ops: sum(&|a| a.gpu_ops),
                     kernel_ns: sum(&|a| a.kernel_ns),
                     kernels: sum(&|a| a.kernels),
+                    launches: sum(&|a| a.launches),
+                    launch_api_ns: sum(&|a| a.launch_ns),
                     gpu_busy_ns,
                     gpu_busy_pct: pct(gpu_busy_ns, wall.total_ns),
                     wall,
@@ -541,6 +558,8 @@ impl TraceConverter {
 #[derive(Debug, Clone, Default)]
 struct InstanceAcc {
     gpu_ops: u64,
+    launches: u64,
+    launch_ns: u64,
     kernels: u64,
     kernel_ns: u64,
     gpu_start: Option<i64>,
@@ -592,6 +611,8 @@ struct Attribution {
     /// Per op: (offset, len) into `arena`; the last entry is the innermost range.
     spans: Vec<(u32, u32)>,
     arena: Vec<u32>,
+    /// Per op: the launch record that launched it, when it started inside some range.
+    launch_of_op: Vec<Option<u32>>,
     launch_missing: u64,
     launch_missing_example: String,
 }
@@ -614,7 +635,7 @@ impl Attribution {
             }
         }
         let mut arena: Vec<u32> = Vec::new();
-        let mut launch_ranges: HashMap<(u64, i64), (u32, u32)> = HashMap::default();
+        let mut launch_ranges: HashMap<(u64, i64), (u32, u32, u32)> = HashMap::default();
         let mut active: Vec<usize> = Vec::new();
         for (thread, mut idxs) in thread_launches {
             idxs.sort_by_key(|&i| launches[i].start);
@@ -633,7 +654,10 @@ impl Attribution {
                 }
                 let offset = arena.len() as u32;
                 arena.extend(active.iter().map(|&r| r as u32));
-                launch_ranges.insert((l.process, l.correlation), (offset, active.len() as u32));
+                launch_ranges.insert(
+                    (l.process, l.correlation),
+                    (offset, active.len() as u32, li as u32),
+                );
             }
         }
         let all_launches: std::collections::HashSet<(u64, i64)> = if launches.is_empty() {
@@ -646,16 +670,20 @@ impl Attribution {
         };
         let mut launch_missing = 0;
         let mut launch_missing_example = String::new();
+        let mut launch_of_op = Vec::with_capacity(ops.len());
         let spans = ops
             .iter()
             .map(|op| {
                 let Some(corr) = op.correlation else {
+                    launch_of_op.push(None);
                     return (0, 0);
                 };
                 let key = (op.process, corr);
-                if let Some(&span) = launch_ranges.get(&key) {
-                    return span;
+                if let Some(&(offset, len, launch)) = launch_ranges.get(&key) {
+                    launch_of_op.push(Some(launch));
+                    return (offset, len);
                 }
+                launch_of_op.push(None);
                 if !all_launches.contains(&key) {
                     launch_missing += 1;
                     if launch_missing_example.is_empty() {
@@ -669,6 +697,7 @@ impl Attribution {
         Attribution {
             spans,
             arena,
+            launch_of_op,
             launch_missing,
             launch_missing_example,
         }
@@ -761,6 +790,7 @@ mod tests {
             process: 1,
             thread: 10,
             start: 15,
+            end: 16,
             correlation: 1,
         });
         c.handle_gpu_op(kernel(1, 500, 510));
@@ -769,6 +799,7 @@ mod tests {
             process: 1,
             thread: 10,
             start: 50,
+            end: 52,
             correlation: 2,
         });
         c.handle_gpu_op(kernel(2, 520, 540));
@@ -777,6 +808,7 @@ mod tests {
             process: 1,
             thread: 11,
             start: 50,
+            end: 51,
             correlation: 3,
         });
         c.handle_gpu_op(kernel(3, 600, 601));
@@ -791,6 +823,9 @@ mod tests {
         assert_eq!(outer.gpu_busy_ns, 30);
         assert_eq!((inner.gpu_ops, inner.gpu_proj_ns), (1, 10));
         assert_eq!((inner.parent, inner.depth), (Some(0), 1));
+        // Launch API cost: both launches inside `outer` (1 + 2 ns), one inside `inner`.
+        assert_eq!((outer.launches, outer.launch_api_ns), (2, 3));
+        assert_eq!((inner.launches, inner.launch_api_ns), (1, 1));
         assert_eq!(p.totals.unattributed_gpu_ops, 1);
         assert_eq!(p.timeline.kernels.stage, vec![Some(1), Some(0), None]);
         assert_eq!(p.kernels[0].by_stage.len(), 2);

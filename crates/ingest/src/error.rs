@@ -54,5 +54,6 @@ pub(crate) mod what {
     pub const KINETO: &str = "PyTorch profiler trace";
     pub const NCU: &str = "ncu CSV";
     pub const MODEL_CONFIG: &str = "model config";
+    pub const METADATA: &str = "run metadata";
     pub const RUN_DIR: &str = "run directory";
 }

@@ -34,6 +34,10 @@ use crate::SourceFacts;
 /// One trace is one process as far as correlation ids go.
 const PROCESS: u64 = 0;
 
+/// Operators whose `Input Dims` tell the token counts: `aten::embedding` (`[[V, h], [B, s]]`)
+/// and the LM head `aten::linear` (`[[B, s_logits, h], [V, h]]`).
+const SHAPE_PROBES: [&str; 2] = ["aten::embedding", "aten::linear"];
+
 /// What a Kineto trace yields besides the records fed to the converter.
 #[derive(Debug, Default)]
 pub struct KinetoInput {
@@ -42,6 +46,8 @@ pub struct KinetoInput {
     /// [`crate::resolve_operator_stages`] maps it to bundle stage ids.
     pub operators: Vec<Operator>,
     pub stage_names: Vec<String>,
+    /// Token counts read from operator shapes.
+    pub inferred: InferredWorkload,
 }
 
 /// Parses the trace at `path`. GPU ops, launches and annotations are fed to `conv` when it is
@@ -75,12 +81,14 @@ pub fn read(
         strings,
         ops,
         annotations,
+        probes,
         gpu_ops,
         runtime_ext,
         first_ts,
         counts,
         ..
     } = sink;
+    let inferred = infer_workload(&strings, &annotations, &probes);
     if let Some(conv) = conv {
         for a in &annotations {
             conv.handle_range(RangeRecord {
@@ -104,6 +112,7 @@ pub fn read(
         facts,
         operators,
         stage_names,
+        inferred,
     })
 }
 
@@ -308,7 +317,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
                         b"tid" => e.tid = map.next_value()?,
                         b"ts" => e.ts = map.next_value()?,
                         b"dur" => e.dur = map.next_value()?,
-                        b"args" => e.args = map.next_value()?,
+                        b"args" => {
+                            let dims = e
+                                .name
+                                .as_deref()
+                                .is_some_and(|n| SHAPE_PROBES.contains(&n));
+                            e.args = map.next_value_seed(ArgsSeed { dims })?;
+                        }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -324,8 +339,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
 /// The `args` llmprof reads. Deserialized by hand with byte keys: a trace has millions of
 /// `args` keys (`Input Dims`, `Concrete Inputs`, ...) that are skipped, and comparing raw
 /// bytes spares a UTF-8 check per key.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct RawArgs {
+    /// `Input Dims`, read only for the operators whose shapes tell the token counts
+    /// (see [`ShapeProbe`]); skipped for every other event.
+    input_dims: Option<Vec<Vec<i64>>>,
     external_id: Int,
     correlation: Int,
     stream: Int,
@@ -337,7 +355,21 @@ struct RawArgs {
 
 impl<'de> Deserialize<'de> for RawArgs {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
+        ArgsSeed { dims: false }.deserialize(d)
+    }
+}
+
+/// Deserializes `args`, reading `Input Dims` only when `dims` is set.
+struct ArgsSeed {
+    dims: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for ArgsSeed {
+    type Value = RawArgs;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawArgs, D::Error> {
+        struct V {
+            dims: bool,
+        }
         impl<'de> Visitor<'de> for V {
             type Value = RawArgs;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -347,6 +379,9 @@ impl<'de> Deserialize<'de> for RawArgs {
                 let mut a = RawArgs::default();
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                     match key.as_ref() {
+                        b"Input Dims" if self.dims => {
+                            a.input_dims = Some(map.next_value::<InputDims>()?.0);
+                        }
                         b"External id" => a.external_id = map.next_value()?,
                         b"correlation" => a.correlation = map.next_value()?,
                         b"stream" => a.stream = map.next_value()?,
@@ -363,6 +398,65 @@ impl<'de> Deserialize<'de> for RawArgs {
             }
             fn visit_unit<E: de::Error>(self) -> Result<RawArgs, E> {
                 Ok(RawArgs::default())
+            }
+        }
+        d.deserialize_any(V { dims: self.dims })
+    }
+}
+
+/// `Input Dims`: one list of sizes per input; an input that is not a list of integers (a
+/// scalar, a tensor list) reads as an empty list.
+struct InputDims(Vec<Vec<i64>>);
+
+impl<'de> Deserialize<'de> for InputDims {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: Vec<Lenient2> = match Option::<Vec<Lenient2>>::deserialize(d)? {
+            Some(v) => v,
+            None => Vec::new(),
+        };
+        Ok(InputDims(raw.into_iter().map(|l| l.0).collect()))
+    }
+}
+
+/// One input's sizes, leniently.
+struct Lenient2(Vec<i64>);
+
+impl<'de> Deserialize<'de> for Lenient2 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Lenient2;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of sizes")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Lenient2, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = s.next_element::<Lenient>()? {
+                    out.push(v.i64().unwrap_or(-1));
+                }
+                Ok(Lenient2(out))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Lenient2, E> {
+                Ok(Lenient2(Vec::new()))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Lenient2, E> {
+                Ok(Lenient2(Vec::new()))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Lenient2, E> {
+                Ok(Lenient2(Vec::new()))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Lenient2, E> {
+                Ok(Lenient2(Vec::new()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient2, E> {
+                Ok(Lenient2(Vec::new()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Lenient2, E> {
+                Ok(Lenient2(Vec::new()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Lenient2, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Lenient2(Vec::new()))
             }
         }
         d.deserialize_any(V)
@@ -720,6 +814,15 @@ struct CpuOp {
     external_id: Option<i64>,
 }
 
+/// A shape-probe operator call (see [`SHAPE_PROBES`]).
+#[derive(Debug)]
+struct ShapeProbe {
+    thread: u64,
+    start: i64,
+    embedding: bool,
+    dims: Vec<Vec<i64>>,
+}
+
 #[derive(Debug)]
 struct Annotation {
     thread: u64,
@@ -755,6 +858,7 @@ struct Sink<'c, 'd> {
     threads: HashMap<(IdKey, IdKey), u64>,
     ops: Vec<CpuOp>,
     annotations: Vec<Annotation>,
+    probes: Vec<ShapeProbe>,
     gpu_ops: Vec<DeviceOp>,
     /// correlation id -> External id of the launching runtime call.
     runtime_ext: HashMap<i64, i64>,
@@ -772,6 +876,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             threads: HashMap::default(),
             ops: Vec::new(),
             annotations: Vec::new(),
+            probes: Vec::new(),
             gpu_ops: Vec::new(),
             runtime_ext: HashMap::default(),
             first_ts: None,
@@ -849,10 +954,18 @@ impl<'c, 'd> Sink<'c, 'd> {
             return;
         };
         self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
-        let args = ev.args;
+        let mut args = ev.args;
         match cat {
             "cpu_op" => {
                 let thread = self.thread(&ev.pid, &ev.tid);
+                if let Some(dims) = args.input_dims.take() {
+                    self.probes.push(ShapeProbe {
+                        thread,
+                        start,
+                        embedding: name == "aten::embedding",
+                        dims,
+                    });
+                }
                 let name = self.intern(name);
                 self.ops.push(CpuOp {
                     thread,
@@ -886,6 +999,7 @@ impl<'c, 'd> Sink<'c, 'd> {
                         process: PROCESS,
                         thread,
                         start,
+                        end,
                         correlation,
                     });
                 }
@@ -1159,7 +1273,17 @@ fn operators(
 
 /// For each op, the index of the innermost annotation on its thread that contains its start.
 fn innermost_annotation(ops: &[CpuOp], annotations: &[Annotation]) -> Vec<Option<usize>> {
-    let mut out = vec![None; ops.len()];
+    let points: Vec<(u64, i64)> = ops.iter().map(|o| (o.thread, o.start)).collect();
+    enclosing_annotations(&points, annotations)
+        .into_iter()
+        .map(|list| list.last().copied())
+        .collect()
+}
+
+/// For each `(thread, time)` point, the annotations on that thread that contain it, outermost
+/// first.
+fn enclosing_annotations(points: &[(u64, i64)], annotations: &[Annotation]) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); points.len()];
     if annotations.is_empty() {
         return out;
     }
@@ -1170,29 +1294,139 @@ fn innermost_annotation(ops: &[CpuOp], annotations: &[Annotation]) -> Vec<Option
     for list in by_thread.values_mut() {
         list.sort_by_key(|&i| (annotations[i].start, std::cmp::Reverse(annotations[i].end)));
     }
-    let mut op_order: Vec<usize> = (0..ops.len())
-        .filter(|&i| by_thread.contains_key(&ops[i].thread))
+    let mut order: Vec<usize> = (0..points.len())
+        .filter(|&i| by_thread.contains_key(&points[i].0))
         .collect();
-    op_order.sort_by_key(|&i| (ops[i].thread, ops[i].start));
+    order.sort_by_key(|&i| points[i]);
     let mut active: Vec<usize> = Vec::new();
     let mut next = 0;
     let mut current = None;
-    for i in op_order {
-        let op = &ops[i];
-        let Some(anns) = by_thread.get(&op.thread) else {
+    for i in order {
+        let (thread, t) = points[i];
+        let Some(anns) = by_thread.get(&thread) else {
             continue;
         };
-        if current != Some(op.thread) {
-            current = Some(op.thread);
+        if current != Some(thread) {
+            current = Some(thread);
             active.clear();
             next = 0;
         }
-        while next < anns.len() && annotations[anns[next]].start <= op.start {
+        while next < anns.len() && annotations[anns[next]].start <= t {
             active.push(anns[next]);
             next += 1;
         }
-        active.retain(|&a| annotations[a].end > op.start);
-        out[i] = active.last().copied();
+        active.retain(|&a| annotations[a].end > t);
+        out[i] = active.clone();
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token counts from operator shapes
+
+/// Token counts the trace's operator shapes make unambiguous.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InferredWorkload {
+    pub batch_size: Option<u64>,
+    pub prompt_tokens: Option<u64>,
+    /// Decode steps per instance of the decode stage, in order.
+    pub decode_steps: Option<Vec<u64>>,
+    pub prefill_logits: Option<u64>,
+}
+
+/// Reads token counts from `aten::embedding` and LM-head `aten::linear` shapes:
+/// * a prefill stage (by name) whose every instance embeds exactly one `[B, s]` batch with
+///   `s > 1`, the same in every instance, gives the batch `B` and the prompt length `s`;
+/// * a decode stage whose instances embed only `[B, 1]` batches gives the decode steps per
+///   instance (one embedding per step);
+/// * the `aten::linear` inside prefill whose weight is the `[V, h]` embedding table's shape is
+///   the LM head; its input `[B, n, h]` gives the logits computed per sequence.
+///
+/// Anything inconsistent leaves the count unknown rather than guessed.
+fn infer_workload(
+    strings: &[String],
+    annotations: &[Annotation],
+    probes: &[ShapeProbe],
+) -> InferredWorkload {
+    use llmprof_bundle::StageRole;
+    let points: Vec<(u64, i64)> = probes.iter().map(|p| (p.thread, p.start)).collect();
+    let enclosing = enclosing_annotations(&points, annotations);
+    let role = |a: usize| StageRole::of_name(&strings[annotations[a].name as usize]);
+    let vocab_table = probes
+        .iter()
+        .find(|p| p.embedding)
+        .and_then(|p| p.dims.first().cloned())
+        .filter(|d| d.len() == 2);
+    // Per annotation instance: the embedding batches [B, s] and LM-head logits counts.
+    let mut embeds: HashMap<usize, Vec<(i64, i64)>> = HashMap::default();
+    let mut logits: HashMap<usize, Vec<(i64, i64)>> = HashMap::default();
+    for (p, anns) in probes.iter().zip(&enclosing) {
+        for &a in anns {
+            if p.embedding {
+                if let Some([b, s]) = p.dims.get(1).map(Vec::as_slice) {
+                    embeds.entry(a).or_default().push((*b, *s));
+                }
+            } else if p.dims.get(1) == vocab_table.as_ref() {
+                if let Some(input) = p.dims.first().filter(|d| d.len() >= 2) {
+                    let n = input[input.len() - 2];
+                    let b = if input.len() >= 3 { input[0] } else { 1 };
+                    logits.entry(a).or_default().push((b, n));
+                }
+            }
+        }
+    }
+    let instances = |r: StageRole| -> Vec<usize> {
+        let mut v: Vec<usize> = (0..annotations.len()).filter(|&a| role(a) == r).collect();
+        v.sort_by_key(|&a| annotations[a].start);
+        v
+    };
+    let same = |v: &[(i64, i64)]| v.windows(2).all(|w| w[0] == w[1]);
+    let mut out = InferredWorkload::default();
+
+    let prefill = instances(StageRole::Prefill);
+    let prefill_embeds: Vec<(i64, i64)> = prefill
+        .iter()
+        .filter_map(|a| match embeds.get(a).map(Vec::as_slice) {
+            Some([one]) => Some(*one),
+            _ => None,
+        })
+        .collect();
+    if !prefill.is_empty() && prefill_embeds.len() == prefill.len() && same(&prefill_embeds) {
+        let (b, s) = prefill_embeds[0];
+        if b > 0 && s > 1 {
+            out.batch_size = Some(b as u64);
+            out.prompt_tokens = Some(s as u64);
+            let heads: Vec<(i64, i64)> = prefill
+                .iter()
+                .filter_map(|a| match logits.get(a).map(Vec::as_slice) {
+                    Some([one]) => Some(*one),
+                    _ => None,
+                })
+                .collect();
+            if heads.len() == prefill.len() && same(&heads) && heads[0].1 > 0 {
+                out.prefill_logits = Some(heads[0].1 as u64);
+            }
+        }
+    }
+    let decode = instances(StageRole::Decode);
+    let mut steps = Vec::new();
+    for a in &decode {
+        let calls = embeds.get(a).map(Vec::as_slice).unwrap_or(&[]);
+        let batch_ok = calls.iter().all(|&(b, s)| s == 1 && Some(b as u64) == out.batch_size.or(Some(b as u64)));
+        if calls.is_empty() || !batch_ok || !same(calls) {
+            steps.clear();
+            break;
+        }
+        steps.push(calls.len() as u64);
+    }
+    if !steps.is_empty() && steps.len() == decode.len() {
+        if out.batch_size.is_none() {
+            out.batch_size = embeds
+                .get(&decode[0])
+                .and_then(|c| c.first())
+                .map(|&(b, _)| b as u64);
+        }
+        out.decode_steps = Some(steps);
     }
     out
 }

@@ -16,6 +16,7 @@ pub mod nsys;
 pub mod records;
 pub mod run_store;
 mod time;
+mod workload;
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +37,24 @@ pub struct IngestRequest {
     pub kineto: Option<PathBuf>,
     pub ncu: Vec<PathBuf>,
     pub model_config: Option<PathBuf>,
+    /// `metadata.json` written by the workload (token counts, counted FLOPs, ceilings).
+    pub metadata: Option<PathBuf>,
     pub label: Option<String>,
+    /// Token counts given on the command line; they win over metadata and inference.
+    pub workload: WorkloadFlags,
+    pub peak_tflops: Option<f64>,
+    pub peak_gbps: Option<f64>,
+}
+
+/// Token counts from command-line flags.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadFlags {
+    pub batch_size: Option<u64>,
+    pub prompt_tokens: Option<u64>,
+    pub image_tokens: Option<u64>,
+    /// One entry per decode-stage instance, or one for all.
+    pub decode_steps: Vec<u64>,
+    pub prefill_logits: Option<u64>,
 }
 
 /// A bundle and its timeline, not yet written anywhere.
@@ -92,6 +110,7 @@ pub fn ingest(
         timing_diags = Some(diags);
     }
     let mut operators: Option<kineto::KinetoInput> = None;
+    let mut inferred = None;
     if let Some(path) = &req.kineto {
         progress(Step::Reading {
             source: Source::Kineto,
@@ -104,6 +123,9 @@ pub fn ingest(
         bundle.inputs.push(input_file(Source::Kineto, path));
         if is_timing {
             bundle.timing_source = Some(Source::Kineto);
+            // Shapes describe this trace's own pass only: use them when it is the timing
+            // source (with --nsys the passes differ, e.g. in decode steps).
+            inferred = Some(k.inferred.clone());
             timing_diags = Some(diags);
         } else {
             diags.note(
@@ -139,6 +161,19 @@ pub fn ingest(
         bundle.model = Some(read_model_config(path)?);
         bundle.inputs.push(input_file(Source::ModelConfig, path));
     }
+    let metadata = match &req.metadata {
+        Some(path) => {
+            let m = read_metadata(path)?;
+            bundle.inputs.push(input_file(Source::Metadata, path));
+            Some((path.display().to_string(), m))
+        }
+        None => None,
+    };
+    let base = inferred
+        .as_ref()
+        .map(workload::from_inferred)
+        .unwrap_or_default();
+    workload::assemble(&mut bundle, req, metadata.as_ref(), base);
 
     progress(Step::Assembling);
     let mut timeline = None;
@@ -206,6 +241,36 @@ pub fn ingest(
     merge_facts(&mut bundle, facts);
     bundle.run_id = run_store::run_id(&bundle);
     Ok(Ingested { bundle, timeline })
+}
+
+/// Applies the token counts, metadata and peaks of `req` to an existing bundle (flags and
+/// metadata win over what the bundle holds): `llmprof analyze` with new numbers.
+pub fn apply_overrides(bundle: &mut Bundle, req: &IngestRequest) -> Result<(), IngestError> {
+    let metadata = match &req.metadata {
+        Some(path) => Some((path.display().to_string(), read_metadata(path)?)),
+        None => None,
+    };
+    let base = bundle.workload.clone().unwrap_or_default();
+    workload::assemble(bundle, req, metadata.as_ref(), base);
+    Ok(())
+}
+
+fn read_metadata(path: &Path) -> Result<llmprof_bundle::RunMetadata, IngestError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| IngestError::io(what::METADATA, path, e))?;
+    if text.trim().is_empty() {
+        return Err(IngestError::Empty {
+            what: what::METADATA,
+            path: path.to_path_buf(),
+        });
+    }
+    serde_json::from_str(&text).map_err(|e| {
+        IngestError::invalid(
+            what::METADATA,
+            path,
+            format!("not a run metadata JSON object ({e})"),
+        )
+    })
 }
 
 fn input_file(source: Source, path: &Path) -> InputFile {

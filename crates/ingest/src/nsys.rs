@@ -321,20 +321,26 @@ impl Export<'_> {
             let mut stmt = self
                 .conn
                 .prepare(&format!(
-                    "SELECT start, globalTid, correlationId FROM {table} \
+                    "SELECT start, globalTid, correlationId, end FROM {table} \
                      WHERE correlationId IS NOT NULL"
                 ))
                 .map_err(|e| sql_err(self.path, table, e))?;
-            let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, table, e))?;
-            while let Some(r) = rows.next().map_err(|e| sql_err(self.path, table, e))? {
-                let tid = r
-                    .get::<_, i64>(1)
-                    .map_err(|e| sql_err(self.path, table, e))? as u64;
+            let err = |e| sql_err(self.path, table, e);
+            let mut rows = stmt.query([]).map_err(err)?;
+            while let Some(r) = rows.next().map_err(err)? {
+                let start: Option<i64> = r.get(0).map_err(err)?;
+                let tid: Option<i64> = r.get(1).map_err(err)?;
+                let (Some(start), Some(tid)) = (start, tid) else {
+                    continue; // cannot be placed in a range: its ops stay unattributed
+                };
+                let tid = tid as u64;
+                let end: Option<i64> = r.get(3).map_err(err)?;
                 conv.handle_launch(LaunchRecord {
                     process: tid & !TID_BITS,
                     thread: tid,
-                    start: r.get(0).map_err(|e| sql_err(self.path, table, e))?,
-                    correlation: r.get(2).map_err(|e| sql_err(self.path, table, e))?,
+                    start,
+                    end: end.unwrap_or(start),
+                    correlation: r.get(2).map_err(err)?,
                 });
             }
         }

@@ -27,6 +27,7 @@ pub struct LaunchRecord {
     pub process: u64,
     pub thread: u64,
     pub start: i64,
+    pub end: i64,
     pub correlation: i64,
 }
 

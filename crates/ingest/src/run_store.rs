@@ -129,6 +129,18 @@ fn write_json<T: serde::Serialize>(
     Ok(())
 }
 
+/// Replaces `run_dir/bundle.json` atomically (written beside it, then renamed).
+pub fn rewrite_bundle(run_dir: &Path, bundle: &Bundle) -> Result<(), IngestError> {
+    let dest = run_dir.join(BUNDLE_FILE);
+    let tmp = run_dir.join(format!(".{BUNDLE_FILE}.tmp-{}", std::process::id()));
+    let result = write_json(&tmp, bundle, true)
+        .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| IngestError::io(RUN_DIR, &dest, e)));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Reads `run_dir/bundle.json`.
 pub fn read_bundle(run_dir: &Path) -> Result<Bundle, IngestError> {
     let path = if run_dir.is_dir() {

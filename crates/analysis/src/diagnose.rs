@@ -1,0 +1,473 @@
+//! The diagnosis: rules over measured numbers only. Every finding carries the numbers it rests
+//! on, where they came from, and a recommendation that fits the finding.
+
+use llmprof_bundle::{
+    Bundle, Category, Finding, KernelAnalysis, OpKind, Peak, Stage, StageAnalysis, StageRole,
+};
+
+use crate::throughput::BUSY_LAUNCH_BOUND_PCT;
+
+/// A kernel shorter than this is dominated by fixed per-launch costs on the GPU side too.
+const SHORT_KERNEL_NS: f64 = 10_000.0;
+
+fn ms(ns: u64) -> String {
+    format!("{:.1} ms", ns as f64 / 1e6)
+}
+fn us(ns: f64) -> String {
+    format!("{:.1} µs", ns / 1e3)
+}
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Every finding for the bundle, most important first.
+pub fn findings(
+    bundle: &Bundle,
+    stages: &[StageAnalysis],
+    kernels: &[KernelAnalysis],
+    peak: Option<&Peak>,
+    inconsistent: Option<&str>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let src = bundle.timing_source.map_or("trace", |s| s.as_str());
+    if let Some(why) = inconsistent {
+        out.push(Finding {
+            id: "inconsistent".into(),
+            stage: None,
+            title: "MFU/MBU withheld: the run's numbers are inconsistent".into(),
+            evidence: vec![why.to_string()],
+            recommendation: "Give the token counts of this very run (--prompt-tokens, \
+                             --decode-steps per instance, --batch-size) and check the peak row \
+                             (--peak-tflops/--peak-gbps)."
+                .into(),
+        });
+    }
+    for stage in &bundle.stages {
+        if let Some(f) = launch_bound(bundle, stage, src) {
+            out.push(f);
+        }
+    }
+    if let Some(f) = top_kernels(bundle, src) {
+        out.push(f);
+    }
+    for (s, a) in bundle.stages.iter().zip(stages) {
+        if let Some(f) = roofline(s, a, peak) {
+            out.push(f);
+        }
+    }
+    if let Some(f) = tensor_cores(bundle, kernels) {
+        out.push(f);
+    }
+    if let Some(f) = vision_share(bundle, src) {
+        out.push(f);
+    }
+    for stage in &bundle.stages {
+        if let Some(f) = warmup_outlier(stage, src) {
+            out.push(f);
+        }
+    }
+    if let Some(f) = utilization(bundle, src) {
+        out.push(f);
+    }
+    out
+}
+
+/// The first instance of a stage far slower than the rest: one-time costs (CUDA context,
+/// cuBLAS handles, autotuning, lazy module loading) inside the measured range.
+fn warmup_outlier(s: &Stage, src: &str) -> Option<Finding> {
+    let (first, rest) = s.instance_list.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let mut others: Vec<u64> = rest.iter().map(|i| i.wall_ns).collect();
+    others.sort_unstable();
+    let median = others[others.len() / 2].max(1);
+    let ratio = first.wall_ns as f64 / median as f64;
+    if ratio < 3.0 {
+        return None;
+    }
+    Some(Finding {
+        id: "warmup_outlier".into(),
+        stage: Some(s.name.clone()),
+        title: format!(
+            "The first {} instance took {ratio:.0}× the others: warm-up is inside the measurement",
+            s.name
+        ),
+        evidence: vec![
+            format!(
+                "instance 1: {} wall; the other {} instance(s): median {} ({src} NVTX ranges)",
+                ms(first.wall_ns),
+                rest.len(),
+                ms(median)
+            ),
+            format!(
+                "stage totals and means include the first instance ({} of {} total)",
+                ms(first.wall_ns),
+                ms(s.wall_ns)
+            ),
+        ],
+        recommendation: "Run warm-up iterations outside the profiled ranges (or give them \
+                         another range name) so one-time costs do not skew stage means; judge \
+                         steady state from the later instances."
+            .into(),
+    })
+}
+
+/// The GPU idles while the host launches many short kernels.
+fn launch_bound(bundle: &Bundle, s: &Stage, src: &str) -> Option<Finding> {
+    if s.kernels == 0 || s.gpu_busy_pct >= BUSY_LAUNCH_BOUND_PCT {
+        return None;
+    }
+    let mean_kernel = s.kernel_ns as f64 / s.kernels as f64;
+    let mean_launch = (s.launches > 0).then(|| s.launch_api_ns as f64 / s.launches as f64);
+    let launch_dominated = mean_launch.is_some_and(|l| l >= mean_kernel);
+    if mean_kernel >= SHORT_KERNEL_NS && !launch_dominated {
+        return None;
+    }
+    let role = StageRole::of_name(&s.name);
+    let mut evidence = vec![
+        format!(
+            "GPU busy {:.1}% of the {} wall: {} of GPU activity in {} ({src}: union of \
+             attributed GPU ops / NVTX range time)",
+            s.gpu_busy_pct,
+            s.name,
+            ms(s.gpu_busy_ns),
+            ms(s.wall_ns)
+        ),
+        format!("GPU idle {:.1}% of the stage", 100.0 - s.gpu_busy_pct),
+        format!(
+            "{} kernels, mean {} each ({src} kernel table)",
+            thousands(s.kernels),
+            us(mean_kernel)
+        ),
+    ];
+    if let Some(l) = mean_launch {
+        evidence.push(format!(
+            "mean launch call {} on the CPU over {} launches ({src} CUDA API trace): {} the \
+             mean kernel",
+            us(l),
+            thousands(s.launches),
+            if l >= mean_kernel { "longer than" } else { "shorter than" }
+        ));
+    }
+    let steps: Option<u64> = (role == StageRole::Decode)
+        .then(|| {
+            let w = bundle.workload.as_ref()?;
+            (0..s.instance_list.len())
+                .map(|i| w.steps_of_instance(i))
+                .sum::<Option<u64>>()
+        })
+        .flatten();
+    if let Some(steps) = steps.filter(|&n| n > 0) {
+        evidence.push(format!(
+            "{} kernels per decode step ({} kernels / {steps} steps, {})",
+            thousands(s.kernels / steps),
+            thousands(s.kernels),
+            bundle
+                .workload
+                .as_ref()
+                .and_then(|w| w.decode_steps.as_ref())
+                .map_or("", |d| d.source.as_str())
+        ));
+    }
+    let recommendation = if role == StageRole::Decode {
+        "Capture the decode step in a CUDA graph so one launch replays all its kernels: \
+         torch.compile(mode=\"reduce-overhead\") or a static KV cache with CUDA graphs. \
+         torch.compile also fuses the many small elementwise kernels. Until then, more \
+         sequences per batch add GPU work at almost no extra launch cost."
+    } else {
+        "The host cannot issue work fast enough: fuse small kernels (torch.compile), capture \
+         the stage in a CUDA graph, and avoid host synchronizations inside it."
+    };
+    Some(Finding {
+        id: "launch_bound".into(),
+        stage: Some(s.name.clone()),
+        title: format!(
+            "{} is launch-bound: the GPU is busy only {:.1}% of the time",
+            s.name, s.gpu_busy_pct
+        ),
+        evidence,
+        recommendation: recommendation.into(),
+    })
+}
+
+/// The three kernels that take the most GPU time.
+fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
+    let mut kernels: Vec<_> = bundle
+        .kernels
+        .iter()
+        .filter(|k| k.kind == OpKind::Kernel)
+        .collect();
+    if kernels.is_empty() {
+        return None;
+    }
+    kernels.sort_by(|a, b| b.total_ns.cmp(&a.total_ns));
+    let total: u64 = kernels.iter().map(|k| k.total_ns).sum();
+    let top: Vec<_> = kernels.iter().take(3).collect();
+    let evidence = top
+        .iter()
+        .map(|k| {
+            format!(
+                "{} ({}): {:.1}% of kernel time, {} in {} calls of {} mean ({src})",
+                llmprof_bundle::names::display_name(&k.name),
+                k.category.as_str(),
+                k.time_pct,
+                ms(k.total_ns),
+                thousands(k.calls),
+                us(k.mean_ns)
+            )
+        })
+        .collect();
+    let mut by_cat: Vec<(Category, u64)> = Vec::new();
+    for k in &kernels {
+        match by_cat.iter_mut().find(|(c, _)| *c == k.category) {
+            Some(e) => e.1 += k.total_ns,
+            None => by_cat.push((k.category, k.total_ns)),
+        }
+    }
+    by_cat.sort_by(|a, b| b.1.cmp(&a.1));
+    let (cat, cat_ns) = by_cat[0];
+    let recommendation = match cat {
+        Category::Gemm => "GEMMs lead: check they run on tensor cores in bf16/fp16, and that \
+                           shapes are not tiny (batch decode requests to grow M)."
+            .to_string(),
+        Category::Attention => "Attention leads: use a fused kernel (SDPA with the flash or \
+                                cuDNN backend, FlashAttention, paged attention for decode)."
+            .to_string(),
+        Category::Elementwise | Category::ReductionNorm => format!(
+            "{} kernels lead ({:.0}% of kernel time): fuse them (torch.compile, fused \
+             RMSNorm/rotary/SwiGLU kernels).",
+            cat.as_str(),
+            cat_ns as f64 * 100.0 / total.max(1) as f64
+        ),
+        Category::MoeRouting => "MoE routing leads: use a fused MoE kernel (grouped GEMM with \
+                                 fused top-k and permutation)."
+            .to_string(),
+        Category::Communication => "Communication leads: overlap collectives with compute or \
+                                    reduce tensor parallelism."
+            .to_string(),
+        Category::MemcpyMemset | Category::Other => {
+            "Inspect the leading kernels in the timeline.".to_string()
+        }
+    };
+    Some(Finding {
+        id: "top_kernels".into(),
+        stage: None,
+        title: format!(
+            "Top GPU time: {} ({}, {:.1}% of kernel time); by category, {} leads with {:.0}%",
+            llmprof_bundle::names::display_name(&top[0].name),
+            top[0].category.as_str(),
+            top[0].time_pct,
+            cat.as_str(),
+            cat_ns as f64 * 100.0 / total.max(1) as f64
+        ),
+        evidence,
+        recommendation,
+    })
+}
+
+/// Memory- or compute-bound stages, from arithmetic intensity against the ridge point.
+fn roofline(s: &Stage, a: &StageAnalysis, peak: Option<&Peak>) -> Option<Finding> {
+    let p = peak?;
+    let intensity = a.intensity?;
+    if a.bound != "memory-bound" && a.bound != "compute-bound" {
+        return None;
+    }
+    let ridge = p.tflops * 1e12 / (p.gbps * 1e9);
+    let mut evidence = vec![format!(
+        "arithmetic intensity {intensity:.1} FLOP/byte vs the {} ridge {ridge:.0} FLOP/byte \
+         ({} TFLOP/s / {} GB/s)",
+        p.name, p.tflops, p.gbps
+    )];
+    if let (Some(t), Some(m)) = (a.tflops, a.mfu) {
+        evidence.push(format!(
+            "{t:.1} TFLOP/s achieved = MFU {:.1}% ({} FLOPs over {:.1} ms wall)",
+            m * 100.0,
+            a.flops_source.as_deref().unwrap_or(""),
+            s.wall_ns as f64 / 1e6
+        ));
+    }
+    if let (Some(g), Some(m)) = (a.gbps, a.mbu) {
+        evidence.push(format!("{g:.0} GB/s achieved = MBU {:.1}%", m * 100.0));
+    }
+    evidence.push(format!("GPU busy {:.1}% of the stage", s.gpu_busy_pct));
+    let (title, recommendation) = if a.bound == "memory-bound" {
+        (
+            format!("{} is memory-bound", s.name),
+            if a.role == StageRole::Decode {
+                "Decode reads every weight per step: batch more sequences per step, quantize \
+                 weights (fp8/int8/int4) and the KV cache, or use speculative decoding."
+            } else {
+                "Raise arithmetic intensity: larger batches or fused kernels that keep data in \
+                 on-chip memory."
+            },
+        )
+    } else {
+        (
+            format!("{} is compute-bound", s.name),
+            "Compute-bound is the right regime: gains come from lower precision (fp8 tensor \
+             cores), better GEMM tiles, and skipping padded work.",
+        )
+    };
+    Some(Finding {
+        id: if a.bound == "memory-bound" {
+            "memory_bound"
+        } else {
+            "compute_bound"
+        }
+        .into(),
+        stage: Some(s.name.clone()),
+        title,
+        evidence,
+        recommendation: recommendation.into(),
+    })
+}
+
+/// GEMMs dominate but do not use tensor cores: by ncu's tensor pipe, or FP32 SIMT GEMM names.
+fn tensor_cores(bundle: &Bundle, kernels: &[KernelAnalysis]) -> Option<Finding> {
+    let total: u64 = bundle
+        .kernels
+        .iter()
+        .filter(|k| k.kind == OpKind::Kernel)
+        .map(|k| k.total_ns)
+        .sum();
+    let gemm: Vec<_> = bundle
+        .kernels
+        .iter()
+        .filter(|k| k.category == Category::Gemm)
+        .collect();
+    let gemm_ns: u64 = gemm.iter().map(|k| k.total_ns).sum();
+    if total == 0 || (gemm_ns as f64) < 0.3 * total as f64 {
+        return None;
+    }
+    let mut evidence = vec![format!(
+        "GEMMs take {:.0}% of kernel time",
+        gemm_ns as f64 * 100.0 / total as f64
+    )];
+    // FP32 SIMT GEMMs (cutlass `simt_sgemm`, cuBLAS `sgemm`) never use tensor cores.
+    let simt_ns: u64 = gemm
+        .iter()
+        .filter(|k| {
+            let n = k.name.to_ascii_lowercase();
+            n.contains("simt") || n.contains("sgemm")
+        })
+        .map(|k| k.total_ns)
+        .sum();
+    let ncu_low: Vec<String> = kernels
+        .iter()
+        .filter_map(|ka| {
+            let n = bundle.ncu.get(ka.ncu as usize)?;
+            let k = bundle.kernels.get(n.kernel? as usize)?;
+            (k.category == Category::Gemm && n.tensor_pipe_pct.is_some_and(|t| t < 5.0))
+                .then(|| format!("{}: tensor pipe {:.1}% (ncu)", ka.name, n.tensor_pipe_pct.unwrap_or(0.0)))
+        })
+        .collect();
+    let simt_share = simt_ns as f64 / gemm_ns.max(1) as f64;
+    if simt_share < 0.2 && ncu_low.is_empty() {
+        return None;
+    }
+    if simt_share >= 0.2 {
+        evidence.push(format!(
+            "{:.0}% of GEMM time is FP32 SIMT GEMMs (kernel names contain simt/sgemm)",
+            simt_share * 100.0
+        ));
+    }
+    evidence.extend(ncu_low.into_iter().take(3));
+    Some(Finding {
+        id: "tensor_cores_unused".into(),
+        stage: None,
+        title: "GEMMs dominate but tensor cores sit idle".into(),
+        evidence,
+        recommendation: "Run the model in bf16/fp16 (or allow TF32 with \
+                         torch.backends.cuda.matmul.allow_tf32 = True) so GEMMs use tensor \
+                         cores; cast the fp32 pieces (e.g. rotary embeddings) deliberately."
+            .into(),
+    })
+}
+
+/// For OCR / vision-language runs: how much of prefill the vision side takes.
+fn vision_share(bundle: &Bundle, src: &str) -> Option<Finding> {
+    let vision: Vec<&Stage> = bundle
+        .stages
+        .iter()
+        .filter(|s| StageRole::of_name(&s.name) == StageRole::Vision)
+        .collect();
+    let prefill = bundle
+        .stages
+        .iter()
+        .find(|s| StageRole::of_name(&s.name) == StageRole::Prefill)?;
+    if vision.is_empty() || prefill.wall_ns == 0 {
+        return None;
+    }
+    // Only top-level vision stages, so sub-stages are not counted twice.
+    let top: Vec<&&Stage> = vision
+        .iter()
+        .filter(|s| {
+            s.parent
+                .and_then(|p| bundle.stage(p))
+                .is_none_or(|p| StageRole::of_name(&p.name) != StageRole::Vision)
+        })
+        .collect();
+    let vision_ns: u64 = top.iter().map(|s| s.wall_ns).sum();
+    let share = vision_ns as f64 * 100.0 / prefill.wall_ns as f64;
+    let mut evidence = vec![format!(
+        "vision stages {} of {} prefill wall ({src} NVTX ranges)",
+        ms(vision_ns),
+        ms(prefill.wall_ns)
+    )];
+    for s in &vision {
+        evidence.push(format!("{}: {}", s.name, ms(s.wall_ns)));
+    }
+    Some(Finding {
+        id: "vision_share".into(),
+        stage: Some(prefill.name.clone()),
+        title: format!("Vision takes {share:.0}% of prefill"),
+        evidence,
+        recommendation: if share >= 50.0 {
+            "The vision encoder dominates time to first token: use a smaller image resolution \
+             mode, batch images, or fuse the encoder's attention (SDPA/flash)."
+        } else {
+            "The language model dominates prefill; vision is not the first thing to optimize."
+        }
+        .into(),
+    })
+}
+
+/// GPU busy share of every stage, in one place.
+fn utilization(bundle: &Bundle, src: &str) -> Option<Finding> {
+    if bundle.stages.is_empty() {
+        return None;
+    }
+    let evidence = bundle
+        .stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: GPU busy {:.1}% ({} of {} wall, {} instance(s), {src})",
+                s.name,
+                s.gpu_busy_pct,
+                ms(s.gpu_busy_ns),
+                ms(s.wall_ns),
+                s.instances
+            )
+        })
+        .collect();
+    Some(Finding {
+        id: "gpu_busy".into(),
+        stage: None,
+        title: "GPU busy share per stage".into(),
+        evidence,
+        recommendation: format!(
+            "Stages below {BUSY_LAUNCH_BOUND_PCT:.0}% busy are bound by the host, not the GPU: \
+             fix launches before kernels."
+        ),
+    })
+}

@@ -1,0 +1,219 @@
+//! `analysis`: what the analysis crate computes from the measurements. Scripts read these
+//! names (`stages[].mfu`, `findings[].evidence`, `summary`, ...): keep them stable.
+//!
+//! * `mfu` and `mbu` are **fractions** (0.012 = 1.2 %), unlike the `*_pct` fields elsewhere.
+//! * `mfu` divides by the stage's wall time (NVTX range); `mfu_busy` by its projected GPU time
+//!   (`gpu_proj_ns`): "MFU while the GPU is busy".
+//! * A value that cannot be computed is `null`, and `note` says why; no number is invented.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Distribution;
+
+/// Everything analysis derives from a bundle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// The peak the ratios are relative to.
+    #[serde(default)]
+    pub peak: Option<Peak>,
+    /// Why there is no peak, when there is none.
+    #[serde(default)]
+    pub peak_note: Option<String>,
+    #[serde(default)]
+    pub model: Option<ModelSummary>,
+    /// Why analytic FLOPs are unavailable, e.g. "FLOPs unknown for model_type X; give counted
+    /// FLOPs".
+    #[serde(default)]
+    pub model_note: Option<String>,
+    pub stages: Vec<StageAnalysis>,
+    pub run: RunMetrics,
+    /// Per Nsight Compute kernel.
+    #[serde(default)]
+    pub kernels: Vec<KernelAnalysis>,
+    pub findings: Vec<Finding>,
+    /// A short narrative written from the findings.
+    pub summary: String,
+    /// Set when a ratio exceeded 1 (MFU or MBU > 100 %): token counts or the peak are wrong,
+    /// and the ratios are withheld.
+    #[serde(default)]
+    pub inconsistent: Option<String>,
+}
+
+/// The peak throughput and bandwidth ratios are computed against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peak {
+    /// The table row (`H200 SXM`) or `override`.
+    pub name: String,
+    /// Compute dtype column used: `bf16`, `fp16`, `tf32`, `fp32`, `fp8`.
+    pub dtype: String,
+    pub tflops: f64,
+    /// GB/s (1e9 bytes/s).
+    pub gbps: f64,
+    /// How the row was chosen, e.g. "datasheet dense peak, matched by name `NVIDIA H200` and
+    /// 139.8 GiB".
+    pub source: String,
+    /// Measured ceilings from calibration, when the run has them.
+    #[serde(default)]
+    pub measured_tflops: Option<f64>,
+    #[serde(default)]
+    pub measured_gbps: Option<f64>,
+}
+
+/// The model as analysis understood it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSummary {
+    pub model_type: String,
+    pub params: f64,
+    pub active_params: f64,
+    pub dtype_bytes: f64,
+    pub kv_bytes_per_token: f64,
+    /// The counting conventions, as sentences.
+    pub conventions: Vec<String>,
+}
+
+/// What a stage does, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageRole {
+    Prefill,
+    Decode,
+    /// Vision encoder sub-stages of OCR / vision-language models (`sam`, `vision_encoder`,
+    /// `projector`, ...).
+    Vision,
+    Other,
+}
+
+impl StageRole {
+    /// The role a stage name announces, case-insensitively: `prefill`/`prompt` or `decode`
+    /// anywhere in the name (`model.prefill`, `decode_step`), or a vision sub-stage, a word of
+    /// the name (split at non-letters) being `sam`, `clip`, `vit`, `projector`, or starting
+    /// with `vision` or `image` (`vision_encoder`, `sam`, but not `sampling`).
+    pub fn of_name(name: &str) -> StageRole {
+        let n = name.to_ascii_lowercase();
+        if n.contains("prefill") || n.contains("prompt") {
+            return StageRole::Prefill;
+        }
+        if n.contains("decode") {
+            return StageRole::Decode;
+        }
+        let vision_word = n.split(|c: char| !c.is_ascii_alphabetic()).any(|w| {
+            matches!(w, "sam" | "clip" | "vit" | "projector")
+                || w.starts_with("vision")
+                || w.starts_with("image")
+        });
+        if vision_word {
+            StageRole::Vision
+        } else {
+            StageRole::Other
+        }
+    }
+}
+
+/// Throughput and utilization of one stage, totals over its instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageAnalysis {
+    /// `stages[]` index.
+    pub stage: u32,
+    pub name: String,
+    pub role: StageRole,
+    /// FLOPs used for the ratios (counted when the workload counted them, else analytic).
+    pub flops: Option<f64>,
+    /// `"analytic"` or `"counted"`.
+    #[serde(default)]
+    pub flops_source: Option<String>,
+    #[serde(default)]
+    pub analytic_flops: Option<f64>,
+    #[serde(default)]
+    pub counted_flops: Option<f64>,
+    /// (counted − analytic) / analytic, in percent.
+    #[serde(default)]
+    pub counted_vs_analytic_pct: Option<f64>,
+    pub bytes: Option<f64>,
+    /// Achieved TFLOP/s over the wall time.
+    pub tflops: Option<f64>,
+    pub mfu: Option<f64>,
+    /// MFU over the projected GPU time (`gpu_proj_ns`) instead of the wall.
+    pub mfu_busy: Option<f64>,
+    /// MFU against the measured matmul ceiling, when calibrated.
+    #[serde(default)]
+    pub mfu_vs_measured: Option<f64>,
+    /// Achieved GB/s over the wall time.
+    pub gbps: Option<f64>,
+    pub mbu: Option<f64>,
+    pub mbu_busy: Option<f64>,
+    #[serde(default)]
+    pub mbu_vs_measured: Option<f64>,
+    /// FLOPs per byte.
+    pub intensity: Option<f64>,
+    /// `compute-bound`, `memory-bound`, `latency/launch-bound` or `unknown`.
+    pub bound: String,
+    /// Why values are missing, or how they were obtained.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// Run-level serving numbers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    /// Time to first token: prefill wall per instance.
+    #[serde(default)]
+    pub ttft: Option<Distribution>,
+    /// Time per output token: decode wall / decode steps, per decode instance.
+    #[serde(default)]
+    pub tpot: Option<Distribution>,
+    /// Generated tokens (batch × decode steps over all decode instances).
+    #[serde(default)]
+    pub generated_tokens: Option<u64>,
+    /// Generated tokens per second of decode wall.
+    #[serde(default)]
+    pub decode_tokens_per_s: Option<f64>,
+    /// FLOPs of all stages with FLOPs over their summed wall, against the peak.
+    #[serde(default)]
+    pub model_mfu: Option<f64>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// An Nsight Compute kernel classified.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelAnalysis {
+    /// `ncu[]` index.
+    pub ncu: u32,
+    pub name: String,
+    /// `compute-bound`, `memory-bound`, `latency-bound` or `balanced`.
+    pub bound: String,
+    pub tensor_cores: String,
+    #[serde(default)]
+    pub occupancy: Option<String>,
+}
+
+/// One diagnosis: what is wrong, the measured evidence, and what to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable rule id, e.g. `launch_bound`.
+    pub id: String,
+    /// The stage it concerns, if any.
+    #[serde(default)]
+    pub stage: Option<String>,
+    pub title: String,
+    /// Measured numbers and where they came from.
+    pub evidence: Vec<String>,
+    pub recommendation: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StageRole::{self, *};
+
+    #[test]
+    fn roles_from_names() {
+        let role = StageRole::of_name;
+        assert_eq!(role("prefill"), Prefill);
+        assert_eq!(role("decode_step"), Decode);
+        assert_eq!(role("sam"), Vision);
+        assert_eq!(role("vision_encoder"), Vision);
+        assert_eq!(role("model.projector"), Vision);
+        assert_eq!(role("sampling"), Other);
+        assert_eq!(role("ProfilerStep#3"), Other);
+    }
+}

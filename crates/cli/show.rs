@@ -101,24 +101,33 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
         s.push_str(&format!("  model     n/a: {why}\n"));
     }
     if let Some(w) = &b.workload {
-        let mut parts = Vec::new();
+        // Values grouped by source, so a shared source is printed once.
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        let mut add = |label: String, source: &str| match groups.iter_mut().find(|g| g.0 == source) {
+            Some(g) => g.1.push(label),
+            None => groups.push((source.to_string(), vec![label])),
+        };
         if let Some(v) = &w.batch_size {
-            parts.push(format!("batch {} ({})", v.value, v.source));
+            add(format!("batch {}", v.value), &v.source);
         }
         if let Some(v) = &w.prompt_tokens {
-            parts.push(format!("prompt {} ({})", v.value, v.source));
+            add(format!("prompt {}", v.value), &v.source);
         }
         if let Some(v) = &w.image_tokens {
-            parts.push(format!("image {} ({})", v.value, v.source));
+            add(format!("image {}", v.value), &v.source);
         }
         if let Some(v) = &w.decode_steps {
             let steps: Vec<String> = v.value.iter().map(u64::to_string).collect();
-            parts.push(format!("decode steps {} ({})", steps.join(","), v.source));
+            add(format!("decode steps {}", steps.join(",")), &v.source);
         }
         if let Some(v) = &w.prefill_logits {
-            parts.push(format!("prefill logits {} ({})", v.value, v.source));
+            add(format!("prefill logits {}", v.value), &v.source);
         }
-        s.push_str(&format!("  tokens    {}\n", parts.join("; ")));
+        let text: Vec<String> = groups
+            .iter()
+            .map(|(src, labels)| format!("{} ({src})", labels.join(", ")))
+            .collect();
+        s.push_str(&wrap(&format!("tokens    {}", text.join("; ")), width, 2));
     }
     let mut t = Table::new(
         &[
@@ -135,9 +144,13 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
         0,
     );
     let f = |v: Option<f64>, digits: usize| {
-        v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "n/a".into())
+        v.map(|x| format!("{x:.digits$}"))
+            .unwrap_or_else(|| "n/a".into())
     };
-    let pct_of = |v: Option<f64>| v.map(|x| format!("{:.2}", x * 100.0)).unwrap_or_else(|| "n/a".into());
+    let pct_of = |v: Option<f64>| {
+        v.map(|x| format!("{:.2}", x * 100.0))
+            .unwrap_or_else(|| "n/a".into())
+    };
     for st in &a.stages {
         let flops = st.flops.map(|x| {
             let tag = match st.flops_source.as_deref() {
@@ -159,7 +172,11 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
         ]);
     }
     s.push_str(&t.render(width));
-    for st in a.stages.iter().filter(|st| st.note.is_some() || st.counted_vs_analytic_pct.is_some()) {
+    for st in a
+        .stages
+        .iter()
+        .filter(|st| st.note.is_some() || st.counted_vs_analytic_pct.is_some())
+    {
         if let Some(d) = st.counted_vs_analytic_pct {
             s.push_str(&format!(
                 "  {}: counted {:.3e} vs analytic {:.3e} FLOPs ({d:+.1}%)\n",

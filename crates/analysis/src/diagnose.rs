@@ -155,7 +155,11 @@ fn launch_bound(bundle: &Bundle, s: &Stage, src: &str) -> Option<Finding> {
              mean kernel",
             us(l),
             thousands(s.launches),
-            if l >= mean_kernel { "longer than" } else { "shorter than" }
+            if l >= mean_kernel {
+                "longer than"
+            } else {
+                "shorter than"
+            }
         ));
     }
     let steps: Option<u64> = (role == StageRole::Decode)
@@ -209,7 +213,7 @@ fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
     if kernels.is_empty() {
         return None;
     }
-    kernels.sort_by(|a, b| b.total_ns.cmp(&a.total_ns));
+    kernels.sort_by_key(|k| std::cmp::Reverse(k.total_ns));
     let total: u64 = kernels.iter().map(|k| k.total_ns).sum();
     let top: Vec<_> = kernels.iter().take(3).collect();
     let evidence = top
@@ -233,7 +237,7 @@ fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
             None => by_cat.push((k.category, k.total_ns)),
         }
     }
-    by_cat.sort_by(|a, b| b.1.cmp(&a.1));
+    by_cat.sort_by_key(|c| std::cmp::Reverse(c.1));
     let (cat, cat_ns) = by_cat[0];
     let recommendation = match cat {
         Category::Gemm => "GEMMs lead: check they run on tensor cores in bf16/fp16, and that \
@@ -366,8 +370,15 @@ fn tensor_cores(bundle: &Bundle, kernels: &[KernelAnalysis]) -> Option<Finding> 
         .filter_map(|ka| {
             let n = bundle.ncu.get(ka.ncu as usize)?;
             let k = bundle.kernels.get(n.kernel? as usize)?;
-            (k.category == Category::Gemm && n.tensor_pipe_pct.is_some_and(|t| t < 5.0))
-                .then(|| format!("{}: tensor pipe {:.1}% (ncu)", ka.name, n.tensor_pipe_pct.unwrap_or(0.0)))
+            (k.category == Category::Gemm && n.tensor_pipe_pct.is_some_and(|t| t < 5.0)).then(
+                || {
+                    format!(
+                        "{}: tensor pipe {:.1}% (ncu)",
+                        ka.name,
+                        n.tensor_pipe_pct.unwrap_or(0.0)
+                    )
+                },
+            )
         })
         .collect();
     let simt_share = simt_ns as f64 / gemm_ns.max(1) as f64;

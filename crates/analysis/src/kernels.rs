@@ -65,10 +65,31 @@ fn occupancy(n: &NcuKernel) -> Option<String> {
     }
     // Raw pages name limits `launch__occupancy_limit_*`, section exports `Occupancy/Block Limit *`.
     let limits = [
-        ("registers", ["launch__occupancy_limit_registers", "Occupancy/Block Limit Registers"]),
-        ("shared memory", ["launch__occupancy_limit_shared_mem", "Occupancy/Block Limit Shared Mem"]),
-        ("warps per block", ["launch__occupancy_limit_warps", "Occupancy/Block Limit Warps"]),
-        ("blocks per SM", ["launch__occupancy_limit_blocks", "Occupancy/Block Limit SM"]),
+        (
+            "registers",
+            [
+                "launch__occupancy_limit_registers",
+                "Occupancy/Block Limit Registers",
+            ],
+        ),
+        (
+            "shared memory",
+            [
+                "launch__occupancy_limit_shared_mem",
+                "Occupancy/Block Limit Shared Mem",
+            ],
+        ),
+        (
+            "warps per block",
+            [
+                "launch__occupancy_limit_warps",
+                "Occupancy/Block Limit Warps",
+            ],
+        ),
+        (
+            "blocks per SM",
+            ["launch__occupancy_limit_blocks", "Occupancy/Block Limit SM"],
+        ),
     ];
     let limiter = limits
         .iter()

@@ -135,26 +135,25 @@ pub fn peak(
     });
     let source_of = |field: &str| cal.sources.get(field).cloned().unwrap_or_default();
     match (cal.peak_tflops, cal.peak_gbps) {
-        (Some(t), Some(g)) => {
-            return Ok(measured(Peak {
-                name: "override".into(),
-                dtype: dtype.into(),
-                tflops: t,
-                gbps: g,
-                source: format!(
-                    "user override: {} TFLOP/s ({}), {} GB/s ({})",
-                    t,
-                    source_of("peak_tflops"),
-                    g,
-                    source_of("peak_gbps")
-                ),
-                measured_tflops: None,
-                measured_gbps: None,
-            }))
-        }
+        (Some(t), Some(g)) => Ok(measured(Peak {
+            name: "override".into(),
+            dtype: dtype.into(),
+            tflops: t,
+            gbps: g,
+            source: format!(
+                "user override: {} TFLOP/s ({}), {} GB/s ({})",
+                t,
+                source_of("peak_tflops"),
+                g,
+                source_of("peak_gbps")
+            ),
+            measured_tflops: None,
+            measured_gbps: None,
+        })),
         (t, g) => {
             let Some(r) = row else {
-                let name = device.map_or("an unknown device".to_string(), |d| format!("`{}`", d.name));
+                let name =
+                    device.map_or("an unknown device".to_string(), |d| format!("`{}`", d.name));
                 return Err(format!(
                     "no datasheet peak for {name}; give --peak-tflops and --peak-gbps"
                 ));
@@ -176,7 +175,10 @@ pub fn peak(
                 r.name
             );
             if t.is_some() {
-                source.push_str(&format!("; TFLOP/s overridden ({})", source_of("peak_tflops")));
+                source.push_str(&format!(
+                    "; TFLOP/s overridden ({})",
+                    source_of("peak_tflops")
+                ));
             }
             if g.is_some() {
                 source.push_str(&format!("; GB/s overridden ({})", source_of("peak_gbps")));
@@ -207,7 +209,10 @@ mod tests {
         assert_eq!(name_of("NVIDIA H200", 140), Some("H200 SXM"));
         assert_eq!(name_of("NVIDIA H100 80GB HBM3", 80), Some("H100 SXM"));
         assert_eq!(name_of("NVIDIA H100 PCIe", 80), Some("H100 PCIe"));
-        assert_eq!(name_of("NVIDIA A100-SXM4-40GB", 40), Some("A100 40GB SXM/PCIe"));
+        assert_eq!(
+            name_of("NVIDIA A100-SXM4-40GB", 40),
+            Some("A100 40GB SXM/PCIe")
+        );
         assert_eq!(name_of("NVIDIA A100-SXM4-80GB", 80), Some("A100 80GB SXM"));
         assert_eq!(name_of("NVIDIA A100 80GB PCIe", 80), Some("A100 80GB PCIe"));
         assert_eq!(name_of("NVIDIA L40S", 48), Some("L40S"));
@@ -225,14 +230,20 @@ mod tests {
             ..Device::default()
         };
         let err = peak(Some(&dev), "bf16", None).unwrap_err();
-        assert!(err.contains("RTX 5090") && err.contains("--peak-tflops"), "{err}");
+        assert!(
+            err.contains("RTX 5090") && err.contains("--peak-tflops"),
+            "{err}"
+        );
         let cal = Calibration {
             peak_tflops: Some(209.5),
             peak_gbps: Some(1792.0),
             ..Calibration::default()
         };
         let p = peak(Some(&dev), "bf16", Some(&cal)).unwrap();
-        assert_eq!((p.name.as_str(), p.tflops, p.gbps), ("override", 209.5, 1792.0));
+        assert_eq!(
+            (p.name.as_str(), p.tflops, p.gbps),
+            ("override", 209.5, 1792.0)
+        );
         let h200 = Device {
             name: "NVIDIA H200".into(),
             memory_bytes: Some(150_109_880_320),

@@ -57,7 +57,8 @@ pub fn write(bundle: &Bundle, a: &Analysis) -> String {
     if let Some(f) = a.findings.iter().find(|f| f.id == "top_kernels") {
         out.push(format!(
             "{}.",
-            f.title.replace("Top GPU time:", "The largest GPU consumer is")
+            f.title
+                .replace("Top GPU time:", "The largest GPU consumer is")
         ));
     }
     let role = |r: StageRole| a.stages.iter().find(|s| s.role == r);

@@ -208,7 +208,10 @@ pub fn guard(stages: &mut [StageAnalysis]) -> Option<String> {
             ("MBU while busy", s.mbu_busy),
         ]
         .iter()
-        .filter_map(|(n, v)| v.filter(|v| *v > 1.0).map(|v| format!("{n} {:.0}%", v * 100.0)))
+        .filter_map(|(n, v)| {
+            v.filter(|v| *v > 1.0)
+                .map(|v| format!("{n} {:.0}%", v * 100.0))
+        })
         .collect();
         if over.is_empty() {
             continue;
@@ -221,8 +224,7 @@ pub fn guard(stages: &mut [StageAnalysis]) -> Option<String> {
         s.mfu_vs_measured = None;
         s.mbu_vs_measured = None;
         s.note = Some(
-            "ratios withheld: above 100% of the peak, so token counts or the peak are wrong"
-                .into(),
+            "ratios withheld: above 100% of the peak, so token counts or the peak are wrong".into(),
         );
     }
     (!problems.is_empty()).then(|| {

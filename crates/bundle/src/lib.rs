@@ -75,8 +75,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub mod names;
 mod analysis;
+pub mod names;
 mod stats;
 mod summary;
 mod timeline;
@@ -86,9 +86,9 @@ pub use analysis::{
     Analysis, Finding, KernelAnalysis, ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole,
 };
 pub use stats::Distribution;
-pub use workload::{Calibration, CountedFlops, RunMetadata, Sourced, Workload};
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
 pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
+pub use workload::{Calibration, CountedFlops, RunMetadata, Sourced, Workload};
 
 /// Version of the `bundle.json` / `timeline.json` format written by this crate.
 pub const SCHEMA_VERSION: u32 = 2;

@@ -318,10 +318,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
                         b"ts" => e.ts = map.next_value()?,
                         b"dur" => e.dur = map.next_value()?,
                         b"args" => {
-                            let dims = e
-                                .name
-                                .as_deref()
-                                .is_some_and(|n| SHAPE_PROBES.contains(&n));
+                            let dims = e.name.as_deref().is_some_and(|n| SHAPE_PROBES.contains(&n));
                             e.args = map.next_value_seed(ArgsSeed { dims })?;
                         }
                         _ => {
@@ -410,10 +407,7 @@ struct InputDims(Vec<Vec<i64>>);
 
 impl<'de> Deserialize<'de> for InputDims {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw: Vec<Lenient2> = match Option::<Vec<Lenient2>>::deserialize(d)? {
-            Some(v) => v,
-            None => Vec::new(),
-        };
+        let raw: Vec<Lenient2> = Option::<Vec<Lenient2>>::deserialize(d)?.unwrap_or_default();
         Ok(InputDims(raw.into_iter().map(|l| l.0).collect()))
     }
 }
@@ -1412,7 +1406,9 @@ fn infer_workload(
     let mut steps = Vec::new();
     for a in &decode {
         let calls = embeds.get(a).map(Vec::as_slice).unwrap_or(&[]);
-        let batch_ok = calls.iter().all(|&(b, s)| s == 1 && Some(b as u64) == out.batch_size.or(Some(b as u64)));
+        let batch_ok = calls
+            .iter()
+            .all(|&(b, s)| s == 1 && Some(b as u64) == out.batch_size.or(Some(b as u64)));
         if calls.is_empty() || !batch_ok || !same(calls) {
             steps.clear();
             break;

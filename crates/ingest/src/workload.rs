@@ -133,8 +133,18 @@ pub(crate) fn assemble(
         "--peak-gbps",
         meta.and_then(|m| m.peak_gbps),
     );
-    let measured_tflops = set("measured_tflops", None, "", meta.and_then(|m| m.measured_tflops));
-    let measured_gbps = set("measured_gbps", None, "", meta.and_then(|m| m.measured_gbps));
+    let measured_tflops = set(
+        "measured_tflops",
+        None,
+        "",
+        meta.and_then(|m| m.measured_tflops),
+    );
+    let measured_gbps = set(
+        "measured_gbps",
+        None,
+        "",
+        meta.and_then(|m| m.measured_gbps),
+    );
     c.peak_tflops = keep(peak_tflops, old.peak_tflops);
     c.peak_gbps = keep(peak_gbps, old.peak_gbps);
     c.measured_tflops = keep(measured_tflops, old.measured_tflops);

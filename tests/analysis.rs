@@ -1,0 +1,209 @@
+//! Analysis of the H200 fixture through the front door: MFU and MBU recomputed by hand, the
+//! launch-bound finding with its evidence, and the consistency guard.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use llmprof_bundle::{Bundle, StageRole};
+use llmprof_ingest::{ingest, IngestRequest, WorkloadFlags};
+
+/// The nsys fixture: two passes, warm-up (prefill + 2 decode steps) and measured (prefill +
+/// 16 steps), 512-token prompt, batch 1, a plain forward that computes all 512 logits.
+fn nsys_bundle(peak_tflops: Option<f64>) -> Bundle {
+    let req = IngestRequest {
+        nsys: Some(h200("nsys_export.sqlite.gz")),
+        model_config: Some(h200("config.json")),
+        workload: WorkloadFlags {
+            batch_size: Some(1),
+            prompt_tokens: Some(512),
+            decode_steps: vec![2, 16],
+            prefill_logits: Some(512),
+            ..WorkloadFlags::default()
+        },
+        peak_tflops,
+        peak_gbps: peak_tflops.map(|_| 4800.0),
+        ..IngestRequest::default()
+    };
+    let mut b = ingest(&req, &mut |_| {}).unwrap().bundle;
+    b.analysis = Some(llmprof_analysis::analyze(&b));
+    b
+}
+
+// Qwen2.5-0.5B shape (config.json of the fixture).
+const H: f64 = 896.0; // hidden
+const L: f64 = 24.0; // layers
+const NH: f64 = 14.0; // query heads
+const NKV: f64 = 2.0; // KV heads
+const D: f64 = 64.0; // head dim = 896 / 14
+const FFN: f64 = 4864.0;
+const V: f64 = 151936.0;
+
+/// Convention (docs/metrics.md): 2 FLOPs per multiply-add; Q,O 4·h·H·d and K,V 4·h·H_kv·d per
+/// token per layer; SwiGLU 6·h·I; biases, norms, rotary and softmax not counted.
+fn per_token_linear() -> f64 {
+    L * (4.0 * H * NH * D + 4.0 * H * NKV * D + 6.0 * H * FFN)
+}
+const LM_HEAD: f64 = 2.0 * H * V;
+
+/// Prefill of 512 tokens, exact causal attention 4·H·d·s(s+1)/2 per layer, logits for all 512.
+fn prefill_flops() -> f64 {
+    let s = 512.0;
+    s * per_token_linear() + L * 4.0 * NH * D * s * (s + 1.0) / 2.0 + s * LM_HEAD
+}
+
+/// One decode step attending `c` keys (the new token included).
+fn decode_step_flops(c: f64) -> f64 {
+    per_token_linear() + L * 4.0 * NH * D * c + LM_HEAD
+}
+
+/// Weights read once (input embedding excluded, lm_head included), bf16.
+fn weight_bytes() -> f64 {
+    let per_layer = H * NH * D + 2.0 * H * NKV * D + NH * D * H + 3.0 * H * FFN;
+    (L * per_layer + V * H) * 2.0
+}
+/// KV cache bytes per token: 2·L·H_kv·d·2.
+const KV: f64 = 2.0 * L * NKV * D * 2.0;
+
+#[test]
+fn flops_per_token_of_the_fixture_shape_by_hand() {
+    // 715,653,120 FLOPs of linear layers per token, 272,269,312 for the LM head.
+    assert_eq!(per_token_linear(), 715_653_120.0);
+    assert_eq!(LM_HEAD, 272_269_312.0);
+    assert_eq!(KV, 12_288.0);
+}
+
+#[test]
+fn mfu_and_mbu_of_the_fixture_stages_recomputed_by_hand() {
+    let b = nsys_bundle(None);
+    let a = b.analysis.as_ref().unwrap();
+    let peak = a.peak.as_ref().unwrap();
+    assert_eq!((peak.name.as_str(), peak.tflops, peak.gbps), ("H200 SXM", 989.0, 4800.0));
+
+    let prefill = b.stages.iter().find(|s| s.name == "prefill").unwrap();
+    let pa = a.stages.iter().find(|s| s.name == "prefill").unwrap();
+    assert_eq!(pa.role, StageRole::Prefill);
+    let flops = 2.0 * prefill_flops(); // two instances
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs();
+    assert!(close(pa.flops.unwrap(), flops), "{} vs {flops}", pa.flops.unwrap());
+    let wall = prefill.wall_ns as f64 * 1e-9; // 0.397911601 s (nvtx_sum)
+    assert!(close(pa.mfu.unwrap(), flops / wall / 989e12));
+    let busy = prefill.gpu_proj_ns as f64 * 1e-9; // 0.392074354 s (nvtx_gpu_proj_sum)
+    assert!(close(pa.mfu_busy.unwrap(), flops / busy / 989e12));
+    let bytes = 2.0 * (weight_bytes() + 512.0 * KV);
+    assert!(close(pa.bytes.unwrap(), bytes), "{} vs {bytes}", pa.bytes.unwrap());
+    assert!(close(pa.mbu.unwrap(), bytes / wall / 4800e9));
+
+    let decode = b.stages.iter().find(|s| s.name == "decode").unwrap();
+    let da = a.stages.iter().find(|s| s.name == "decode").unwrap();
+    // Instance 1: 2 steps, instance 2: 16 steps; step j attends 512 + j keys.
+    let steps = |n: u64| (1..=n).map(|j| decode_step_flops(512.0 + j as f64)).sum::<f64>();
+    let flops = steps(2) + steps(16);
+    assert!(close(da.flops.unwrap(), flops), "{} vs {flops}", da.flops.unwrap());
+    let step_bytes = |n: u64| {
+        (1..=n)
+            .map(|j| weight_bytes() + (512.0 + j as f64) * KV)
+            .sum::<f64>()
+    };
+    let bytes = step_bytes(2) + step_bytes(16);
+    assert!(close(da.bytes.unwrap(), bytes), "{} vs {bytes}", da.bytes.unwrap());
+    let wall = decode.wall_ns as f64 * 1e-9;
+    assert!(close(da.mbu.unwrap(), bytes / wall / 4800e9));
+    assert!(close(da.mfu.unwrap(), flops / wall / 989e12));
+    assert_eq!(da.bound, "latency/launch-bound", "GPU busy 3.2% < 50%");
+    // TPOT per instance: wall / steps.
+    let tpot = a.run.tpot.as_ref().unwrap();
+    let i = &decode.instance_list;
+    assert_eq!(tpot.min_ns.min(tpot.max_ns), (i[0].wall_ns / 2).min(i[1].wall_ns / 16));
+    assert_eq!(a.run.generated_tokens, Some(18));
+}
+
+#[test]
+fn decode_is_diagnosed_launch_bound_with_its_evidence() {
+    let b = nsys_bundle(None);
+    let a = b.analysis.as_ref().unwrap();
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.id == "launch_bound" && f.stage.as_deref() == Some("decode"))
+        .expect("decode launch-bound finding");
+    let ev = f.evidence.join("\n");
+    // 38.3 ms of GPU activity in 1213.4 ms of decode (nvtx_sum), 18,540 kernels in 18 steps.
+    assert!(ev.contains("GPU busy 3.2% of the decode wall"), "{ev}");
+    assert!(ev.contains("1,030 kernels per decode step"), "{ev}");
+    assert!(ev.contains("mean 2.1 µs"), "{ev}");
+    assert!(f.recommendation.contains("CUDA graph"), "{}", f.recommendation);
+    assert!(a.summary.contains("decode is launch-bound"), "{}", a.summary);
+    // The warm-up prefill (374 ms) against the measured one (24 ms).
+    assert!(a.findings.iter().any(|f| f.id == "warmup_outlier"));
+}
+
+#[test]
+fn ratios_above_one_are_withheld_as_inconsistent() {
+    // A peak of 0.001 TFLOP/s makes every MFU exceed 100%.
+    let b = nsys_bundle(Some(0.001));
+    let a = b.analysis.as_ref().unwrap();
+    assert!(a.inconsistent.is_some());
+    assert!(a.stages.iter().all(|s| s.mfu.is_none() && s.mbu.is_none()));
+    assert_eq!(a.findings[0].id, "inconsistent");
+}
+
+#[test]
+fn unknown_model_type_gives_na_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.json");
+    std::fs::write(&cfg, r#"{"model_type": "bert", "hidden_size": 768}"#).unwrap();
+    let req = IngestRequest {
+        nsys: Some(h200("nsys_export.sqlite.gz")),
+        model_config: Some(cfg),
+        ..IngestRequest::default()
+    };
+    let b = ingest(&req, &mut |_| {}).unwrap().bundle;
+    let a = llmprof_analysis::analyze(&b);
+    assert_eq!(
+        a.model_note.as_deref(),
+        Some("FLOPs unknown for model_type bert; give counted FLOPs")
+    );
+    assert!(a.stages.iter().all(|s| s.mfu.is_none() && s.flops.is_none()));
+    assert!(a.summary.contains("MFU is n/a"), "{}", a.summary);
+}
+
+#[test]
+fn kineto_shapes_give_the_token_counts() {
+    let req = IngestRequest {
+        kineto: Some(h200("kineto_trace.json.gz")),
+        model_config: Some(h200("config.json")),
+        ..IngestRequest::default()
+    };
+    let b = ingest(&req, &mut |_| {}).unwrap().bundle;
+    let w = b.workload.as_ref().unwrap();
+    assert_eq!(w.batch_size.as_ref().unwrap().value, 1);
+    assert_eq!(w.prompt_tokens.as_ref().unwrap().value, 512);
+    assert_eq!(w.decode_steps.as_ref().unwrap().value, vec![64]);
+    assert_eq!(w.prefill_logits.as_ref().unwrap().value, 512);
+    assert!(w.prompt_tokens.as_ref().unwrap().source.contains("inferred"));
+}
+
+#[test]
+fn counted_flops_from_metadata_are_shown_beside_analytic() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("metadata.json");
+    let counted = prefill_flops() * 1.02;
+    std::fs::write(
+        &meta,
+        format!(r#"{{"prompt_tokens": 512, "decode_steps": [2, 16], "prefill_logits": 512, "counted_flops": {{"prefill": {counted}}}}}"#),
+    )
+    .unwrap();
+    let req = IngestRequest {
+        nsys: Some(h200("nsys_export.sqlite.gz")),
+        model_config: Some(h200("config.json")),
+        metadata: Some(meta),
+        ..IngestRequest::default()
+    };
+    let b = ingest(&req, &mut |_| {}).unwrap().bundle;
+    let a = llmprof_analysis::analyze(&b);
+    let p = a.stages.iter().find(|s| s.name == "prefill").unwrap();
+    assert_eq!(p.flops_source.as_deref(), Some("counted"));
+    assert!((p.counted_vs_analytic_pct.unwrap() - 2.0).abs() < 1e-6);
+}

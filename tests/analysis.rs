@@ -58,10 +58,14 @@ fn decode_step_flops(c: f64) -> f64 {
     per_token_linear() + L * 4.0 * NH * D * c + LM_HEAD
 }
 
-/// Weights read once (input embedding excluded, lm_head included), bf16.
+/// Weights read once, bf16: every parameter but the input embedding table — Q, K, V, O and
+/// the SwiGLU matrices, Qwen2's Q/K/V biases, the two RMSNorm weights per layer and the final
+/// norm — plus the LM head.
 fn weight_bytes() -> f64 {
-    let per_layer = H * NH * D + 2.0 * H * NKV * D + NH * D * H + 3.0 * H * FFN;
-    (L * per_layer + V * H) * 2.0
+    let matrices = H * NH * D + 2.0 * H * NKV * D + NH * D * H + 3.0 * H * FFN;
+    let biases = NH * D + 2.0 * NKV * D;
+    let norms = 2.0 * H;
+    (L * (matrices + biases + norms) + H + V * H) * 2.0
 }
 /// KV cache bytes per token: 2·L·H_kv·d·2.
 const KV: f64 = 2.0 * L * NKV * D * 2.0;
@@ -72,6 +76,8 @@ fn flops_per_token_of_the_fixture_shape_by_hand() {
     assert_eq!(per_token_linear(), 715_653_120.0);
     assert_eq!(LM_HEAD, 272_269_312.0);
     assert_eq!(KV, 12_288.0);
+    // 494,032,768 parameters without the input embedding (what `numel()` gives).
+    assert_eq!(weight_bytes() / 2.0, 494_032_768.0);
 }
 
 #[test]
@@ -79,35 +85,58 @@ fn mfu_and_mbu_of_the_fixture_stages_recomputed_by_hand() {
     let b = nsys_bundle(None);
     let a = b.analysis.as_ref().unwrap();
     let peak = a.peak.as_ref().unwrap();
-    assert_eq!((peak.name.as_str(), peak.tflops, peak.gbps), ("H200 SXM", 989.0, 4800.0));
+    assert_eq!(
+        (peak.name.as_str(), peak.tflops, peak.gbps),
+        ("H200 SXM", 989.0, 4800.0)
+    );
 
     let prefill = b.stages.iter().find(|s| s.name == "prefill").unwrap();
     let pa = a.stages.iter().find(|s| s.name == "prefill").unwrap();
     assert_eq!(pa.role, StageRole::Prefill);
     let flops = 2.0 * prefill_flops(); // two instances
     let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs();
-    assert!(close(pa.flops.unwrap(), flops), "{} vs {flops}", pa.flops.unwrap());
+    assert!(
+        close(pa.flops.unwrap(), flops),
+        "{} vs {flops}",
+        pa.flops.unwrap()
+    );
     let wall = prefill.wall_ns as f64 * 1e-9; // 0.397911601 s (nvtx_sum)
     assert!(close(pa.mfu.unwrap(), flops / wall / 989e12));
     let busy = prefill.gpu_proj_ns as f64 * 1e-9; // 0.392074354 s (nvtx_gpu_proj_sum)
     assert!(close(pa.mfu_busy.unwrap(), flops / busy / 989e12));
     let bytes = 2.0 * (weight_bytes() + 512.0 * KV);
-    assert!(close(pa.bytes.unwrap(), bytes), "{} vs {bytes}", pa.bytes.unwrap());
+    assert!(
+        close(pa.bytes.unwrap(), bytes),
+        "{} vs {bytes}",
+        pa.bytes.unwrap()
+    );
     assert!(close(pa.mbu.unwrap(), bytes / wall / 4800e9));
 
     let decode = b.stages.iter().find(|s| s.name == "decode").unwrap();
     let da = a.stages.iter().find(|s| s.name == "decode").unwrap();
     // Instance 1: 2 steps, instance 2: 16 steps; step j attends 512 + j keys.
-    let steps = |n: u64| (1..=n).map(|j| decode_step_flops(512.0 + j as f64)).sum::<f64>();
+    let steps = |n: u64| {
+        (1..=n)
+            .map(|j| decode_step_flops(512.0 + j as f64))
+            .sum::<f64>()
+    };
     let flops = steps(2) + steps(16);
-    assert!(close(da.flops.unwrap(), flops), "{} vs {flops}", da.flops.unwrap());
+    assert!(
+        close(da.flops.unwrap(), flops),
+        "{} vs {flops}",
+        da.flops.unwrap()
+    );
     let step_bytes = |n: u64| {
         (1..=n)
             .map(|j| weight_bytes() + (512.0 + j as f64) * KV)
             .sum::<f64>()
     };
     let bytes = step_bytes(2) + step_bytes(16);
-    assert!(close(da.bytes.unwrap(), bytes), "{} vs {bytes}", da.bytes.unwrap());
+    assert!(
+        close(da.bytes.unwrap(), bytes),
+        "{} vs {bytes}",
+        da.bytes.unwrap()
+    );
     let wall = decode.wall_ns as f64 * 1e-9;
     assert!(close(da.mbu.unwrap(), bytes / wall / 4800e9));
     assert!(close(da.mfu.unwrap(), flops / wall / 989e12));
@@ -115,7 +144,10 @@ fn mfu_and_mbu_of_the_fixture_stages_recomputed_by_hand() {
     // TPOT per instance: wall / steps.
     let tpot = a.run.tpot.as_ref().unwrap();
     let i = &decode.instance_list;
-    assert_eq!(tpot.min_ns.min(tpot.max_ns), (i[0].wall_ns / 2).min(i[1].wall_ns / 16));
+    assert_eq!(
+        tpot.min_ns.min(tpot.max_ns),
+        (i[0].wall_ns / 2).min(i[1].wall_ns / 16)
+    );
     assert_eq!(a.run.generated_tokens, Some(18));
 }
 
@@ -133,8 +165,16 @@ fn decode_is_diagnosed_launch_bound_with_its_evidence() {
     assert!(ev.contains("GPU busy 3.2% of the decode wall"), "{ev}");
     assert!(ev.contains("1,030 kernels per decode step"), "{ev}");
     assert!(ev.contains("mean 2.1 µs"), "{ev}");
-    assert!(f.recommendation.contains("CUDA graph"), "{}", f.recommendation);
-    assert!(a.summary.contains("decode is launch-bound"), "{}", a.summary);
+    assert!(
+        f.recommendation.contains("CUDA graph"),
+        "{}",
+        f.recommendation
+    );
+    assert!(
+        a.summary.contains("decode is launch-bound"),
+        "{}",
+        a.summary
+    );
     // The warm-up prefill (374 ms) against the measured one (24 ms).
     assert!(a.findings.iter().any(|f| f.id == "warmup_outlier"));
 }
@@ -165,7 +205,10 @@ fn unknown_model_type_gives_na_with_the_reason() {
         a.model_note.as_deref(),
         Some("FLOPs unknown for model_type bert; give counted FLOPs")
     );
-    assert!(a.stages.iter().all(|s| s.mfu.is_none() && s.flops.is_none()));
+    assert!(a
+        .stages
+        .iter()
+        .all(|s| s.mfu.is_none() && s.flops.is_none()));
     assert!(a.summary.contains("MFU is n/a"), "{}", a.summary);
 }
 
@@ -182,7 +225,12 @@ fn kineto_shapes_give_the_token_counts() {
     assert_eq!(w.prompt_tokens.as_ref().unwrap().value, 512);
     assert_eq!(w.decode_steps.as_ref().unwrap().value, vec![64]);
     assert_eq!(w.prefill_logits.as_ref().unwrap().value, 512);
-    assert!(w.prompt_tokens.as_ref().unwrap().source.contains("inferred"));
+    assert!(w
+        .prompt_tokens
+        .as_ref()
+        .unwrap()
+        .source
+        .contains("inferred"));
 }
 
 #[test]

@@ -103,7 +103,8 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
     if let Some(w) = &b.workload {
         // Values grouped by source, so a shared source is printed once.
         let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-        let mut add = |label: String, source: &str| match groups.iter_mut().find(|g| g.0 == source) {
+        let mut add = |label: String, source: &str| match groups.iter_mut().find(|g| g.0 == source)
+        {
             Some(g) => g.1.push(label),
             None => groups.push((source.to_string(), vec![label])),
         };
@@ -127,7 +128,8 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
             .iter()
             .map(|(src, labels)| format!("{} ({src})", labels.join(", ")))
             .collect();
-        s.push_str(&wrap(&format!("tokens    {}", text.join("; ")), width, 2));
+        let wrapped = wrap(&text.join("; "), width, 12);
+        s.push_str(&format!("  tokens    {}", wrapped.trim_start()));
     }
     let mut t = Table::new(
         &[

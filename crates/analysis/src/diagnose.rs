@@ -335,63 +335,71 @@ fn roofline(s: &Stage, a: &StageAnalysis, peak: Option<&Peak>) -> Option<Finding
     })
 }
 
-/// GEMMs dominate but do not use tensor cores: by ncu's tensor pipe, or FP32 SIMT GEMM names.
+/// GEMMs dominate but a good share of GEMM time runs off the tensor cores: FP32 SIMT GEMMs
+/// (by name) or GEMMs whose ncu tensor pipe is idle (< 1 %). A low but non-zero tensor pipe on
+/// a small decode GEMM means latency, not unused tensor cores, and does not count.
 fn tensor_cores(bundle: &Bundle, kernels: &[KernelAnalysis]) -> Option<Finding> {
+    const IDLE_PIPE_PCT: f64 = 1.0;
     let total: u64 = bundle
         .kernels
         .iter()
         .filter(|k| k.kind == OpKind::Kernel)
         .map(|k| k.total_ns)
         .sum();
-    let gemm: Vec<_> = bundle
+    let gemm_ns: u64 = bundle
         .kernels
         .iter()
         .filter(|k| k.category == Category::Gemm)
-        .collect();
-    let gemm_ns: u64 = gemm.iter().map(|k| k.total_ns).sum();
+        .map(|k| k.total_ns)
+        .sum();
     if total == 0 || (gemm_ns as f64) < 0.3 * total as f64 {
         return None;
     }
-    let mut evidence = vec![format!(
-        "GEMMs take {:.0}% of kernel time",
-        gemm_ns as f64 * 100.0 / total as f64
-    )];
-    // FP32 SIMT GEMMs (cutlass `simt_sgemm`, cuBLAS `sgemm`) never use tensor cores.
-    let simt_ns: u64 = gemm
+    let mut idle: Vec<(u32, String)> = Vec::new();
+    for k in bundle
+        .kernels
         .iter()
-        .filter(|k| {
-            let n = k.name.to_ascii_lowercase();
-            n.contains("simt") || n.contains("sgemm")
-        })
+        .filter(|k| k.category == Category::Gemm)
+    {
+        let n = k.name.to_ascii_lowercase();
+        if n.contains("simt") || n.contains("sgemm") {
+            idle.push((k.id, "FP32 SIMT GEMM by name".into()));
+        } else if let Some(t) = kernels.iter().find_map(|ka| {
+            let row = bundle.ncu.get(ka.ncu as usize)?;
+            (row.kernel == Some(k.id)).then_some(row.tensor_pipe_pct)?
+        }) {
+            if t < IDLE_PIPE_PCT {
+                idle.push((k.id, format!("tensor pipe {t:.1}% (ncu)")));
+            }
+        }
+    }
+    let idle_ns: u64 = idle
+        .iter()
+        .filter_map(|(id, _)| bundle.kernels.get(*id as usize))
         .map(|k| k.total_ns)
         .sum();
-    let ncu_low: Vec<String> = kernels
-        .iter()
-        .filter_map(|ka| {
-            let n = bundle.ncu.get(ka.ncu as usize)?;
-            let k = bundle.kernels.get(n.kernel? as usize)?;
-            (k.category == Category::Gemm && n.tensor_pipe_pct.is_some_and(|t| t < 5.0)).then(
-                || {
-                    format!(
-                        "{}: tensor pipe {:.1}% (ncu)",
-                        ka.name,
-                        n.tensor_pipe_pct.unwrap_or(0.0)
-                    )
-                },
-            )
-        })
-        .collect();
-    let simt_share = simt_ns as f64 / gemm_ns.max(1) as f64;
-    if simt_share < 0.2 && ncu_low.is_empty() {
+    let share = idle_ns as f64 / gemm_ns.max(1) as f64;
+    if share < 0.2 {
         return None;
     }
-    if simt_share >= 0.2 {
-        evidence.push(format!(
-            "{:.0}% of GEMM time is FP32 SIMT GEMMs (kernel names contain simt/sgemm)",
-            simt_share * 100.0
-        ));
-    }
-    evidence.extend(ncu_low.into_iter().take(3));
+    let mut evidence = vec![
+        format!(
+            "GEMMs take {:.0}% of kernel time",
+            gemm_ns as f64 * 100.0 / total as f64
+        ),
+        format!(
+            "{:.0}% of GEMM time runs without tensor cores",
+            share * 100.0
+        ),
+    ];
+    evidence.extend(idle.iter().take(3).filter_map(|(id, why)| {
+        let k = bundle.kernels.get(*id as usize)?;
+        Some(format!(
+            "{}: {why}, {:.1}% of kernel time",
+            llmprof_bundle::names::display_name(&k.name),
+            k.time_pct
+        ))
+    }));
     Some(Finding {
         id: "tensor_cores_unused".into(),
         stage: None,

@@ -171,7 +171,7 @@ fn decode_is_diagnosed_launch_bound_with_its_evidence() {
         f.recommendation
     );
     assert!(
-        a.summary.contains("decode is launch-bound"),
+        a.summary.contains("Decode is launch-bound"),
         "{}",
         a.summary
     );

@@ -5,6 +5,7 @@ use llmprof_bundle::{
     Bundle, Category, Finding, KernelAnalysis, OpKind, Peak, Stage, StageAnalysis, StageRole,
 };
 
+use crate::summary::capitalize;
 use crate::throughput::BUSY_LAUNCH_BOUND_PCT;
 
 /// A kernel shorter than this is dominated by fixed per-launch costs on the GPU side too.
@@ -196,7 +197,8 @@ fn launch_bound(bundle: &Bundle, s: &Stage, src: &str) -> Option<Finding> {
         stage: Some(s.name.clone()),
         title: format!(
             "{} is launch-bound: the GPU is busy only {:.1}% of the time",
-            s.name, s.gpu_busy_pct
+            capitalize(&s.name),
+            s.gpu_busy_pct
         ),
         evidence,
         recommendation: recommendation.into(),
@@ -305,7 +307,7 @@ fn roofline(s: &Stage, a: &StageAnalysis, peak: Option<&Peak>) -> Option<Finding
     evidence.push(format!("GPU busy {:.1}% of the stage", s.gpu_busy_pct));
     let (title, recommendation) = if a.bound == "memory-bound" {
         (
-            format!("{} is memory-bound", s.name),
+            format!("{} is memory-bound", capitalize(&s.name)),
             if a.role == StageRole::Decode {
                 "Decode reads every weight per step: batch more sequences per step, quantize \
                  weights (fp8/int8/int4) and the KV cache, or use speculative decoding."
@@ -316,7 +318,7 @@ fn roofline(s: &Stage, a: &StageAnalysis, peak: Option<&Peak>) -> Option<Finding
         )
     } else {
         (
-            format!("{} is compute-bound", s.name),
+            format!("{} is compute-bound", capitalize(&s.name)),
             "Compute-bound is the right regime: gains come from lower precision (fp8 tensor \
              cores), better GEMM tiles, and skipping padded work.",
         )

@@ -37,7 +37,8 @@ pub fn write(bundle: &Bundle, a: &Analysis) -> String {
             .map(|e| e.trim_start_matches("mean launch call "));
         let s = bundle.stages.iter().find(|s| s.name == stage);
         let mut sentence = format!(
-            "{stage} is launch-bound: the GPU is busy {:.1}% of its wall",
+            "{} is launch-bound: the GPU is busy {:.1}% of its wall",
+            capitalize(stage),
             s.map_or(0.0, |s| s.gpu_busy_pct)
         );
         if let Some(n) = per_step {
@@ -107,4 +108,13 @@ pub fn write(bundle: &Bundle, a: &Analysis) -> String {
         }
     }
     out.join(" ")
+}
+
+/// `decode` → `Decode`, for a stage name that starts a sentence.
+pub(crate) fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }

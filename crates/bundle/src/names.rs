@@ -247,6 +247,11 @@ fn cast_end(bytes: &[u8], open: usize) -> Option<usize> {
 /// gemm, not reduction.
 pub fn category(name: &str) -> Category {
     const RULES: &[(Category, &[&str])] = &[
+        // Random number generation (`normal_distribution`) before the `norm` of reductions.
+        (
+            Category::Elementwise,
+            &["distribution_elementwise", "philox", "curand"],
+        ),
         (
             Category::Communication,
             &[
@@ -474,6 +479,8 @@ mod tests {
         assert_eq!(category("void at::native::<unnamed>::CatArrayBatchedCopy<at::native::<unnamed>::OpaqueType<(unsigned int)2>, unsigned int, (int)4, (int)64, (int)64>(T1 *, at::native::<unnamed>::CatArrInputTensorMetadata<T1, T2, T4, T5>, at::native::<unnamed>::TensorSizeStride<T2, (unsigned int)4>, int, T2)"), Elementwise);
         assert_eq!(category("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"), Communication);
         assert_eq!(category("fused_moe_kernel"), MoeRouting);
+        // torch.randn on the GPU (seen in an H200 nsys capture): not a normalization.
+        assert_eq!(category("void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, (int)4, void at::native::templates::cuda::normal_and_transform<float, float, at::CUDAGeneratorImpl *>(at::TensorIteratorBase &, T3, T4)::[lambda(curandStatePhilox4_32_10 *) (instance 2)]>(long, at::PhiloxCudaState, T3, T4)"), Elementwise);
         assert_eq!(category("some_custom_thing"), Other);
     }
 }

@@ -149,6 +149,7 @@ fn mfu_and_mbu_of_the_fixture_stages_recomputed_by_hand() {
         (i[0].wall_ns / 2).min(i[1].wall_ns / 16)
     );
     assert_eq!(a.run.generated_tokens, Some(18));
+    assert_eq!(a.run.decode_context, vec![[513, 514], [513, 528]]);
 }
 
 #[test]
@@ -177,6 +178,23 @@ fn decode_is_diagnosed_launch_bound_with_its_evidence() {
     );
     // The warm-up prefill (374 ms) against the measured one (24 ms).
     assert!(a.findings.iter().any(|f| f.id == "warmup_outlier"));
+}
+
+#[test]
+fn ncu_kernels_are_classified() {
+    let req = IngestRequest {
+        nsys: Some(h200("nsys_export.sqlite.gz")),
+        ncu: vec![h200("ncu_decode_raw.csv")],
+        ..IngestRequest::default()
+    };
+    let b = ingest(&req, &mut |_| {}).unwrap().bundle;
+    let a = llmprof_analysis::analyze(&b);
+    assert_eq!(a.kernels.len(), 30);
+    // The first profiled decode kernel (indexSelectSmallIndex): SM 0.14%, memory 0.53% of peak.
+    let k = &a.kernels[0];
+    assert!(k.name.starts_with("indexSelectSmallIndex"), "{}", k.name);
+    assert!(k.bound.starts_with("latency-bound"), "{}", k.bound);
+    assert!(a.kernels.iter().all(|k| k.occupancy.is_some()));
 }
 
 #[test]

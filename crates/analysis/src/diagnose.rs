@@ -492,3 +492,69 @@ fn utilization(bundle: &Bundle, src: &str) -> Option<Finding> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llmprof_bundle::{Distribution, StageInstance, StageKind};
+
+    fn stage(id: u32, name: &str, parent: Option<u32>, wall_ns: u64) -> Stage {
+        Stage {
+            id,
+            domain: String::new(),
+            name: name.into(),
+            kind: StageKind::PushPop,
+            parent,
+            depth: parent.map_or(0, |_| 1),
+            instances: 1,
+            wall_ns,
+            wall: Distribution::from_samples(&mut [wall_ns]),
+            gpu_proj_ns: wall_ns,
+            gpu_ops: 10,
+            kernel_ns: wall_ns,
+            kernels: 10,
+            launches: 10,
+            launch_api_ns: 1000,
+            gpu_busy_ns: wall_ns,
+            gpu_busy_pct: 100.0,
+            instance_list: vec![StageInstance {
+                start_ns: 0,
+                end_ns: wall_ns as i64,
+                wall_ns,
+                tid: 1,
+                gpu_ops: 10,
+                kernel_ns: wall_ns,
+                gpu_start_ns: Some(0),
+                gpu_end_ns: Some(wall_ns as i64),
+                gpu_busy_ns: wall_ns,
+            }],
+        }
+    }
+
+    #[test]
+    fn vision_share_of_an_ocr_prefill() {
+        // DeepSeek-OCR style nesting: prefill > vision > {sam, vision_encoder, projector}.
+        let mut b = Bundle::new("ocr");
+        b.stages = vec![
+            stage(0, "prefill", None, 100_000_000),
+            stage(1, "vision", Some(0), 60_000_000),
+            stage(2, "sam", Some(1), 40_000_000),
+            stage(3, "vision_encoder", Some(1), 15_000_000),
+            stage(4, "projector", Some(1), 1_000_000),
+        ];
+        let f = vision_share(&b, "nsys").unwrap();
+        assert_eq!(f.title, "Vision takes 60% of prefill");
+        assert!(
+            f.evidence[0].contains("60.0 ms of 100.0 ms"),
+            "{:?}",
+            f.evidence
+        );
+        assert!(f.recommendation.contains("vision encoder dominates"));
+    }
+
+    #[test]
+    fn busy_stages_are_not_launch_bound() {
+        let b = Bundle::new("x");
+        assert!(launch_bound(&b, &stage(0, "decode", None, 1_000_000), "nsys").is_none());
+    }
+}

@@ -29,6 +29,9 @@ pub fn metrics(bundle: &Bundle, stages: &[StageAnalysis], peak: Option<&Peak>) -
                     .map(|(inst, &s)| inst.wall_ns / s)
                     .collect();
                 m.tpot = Some(Distribution::from_samples(&mut tpot));
+                if let Some(ctx0) = w.and_then(|w| w.context_before_decode()) {
+                    m.decode_context = steps.iter().map(|&s| [ctx0 + 1, ctx0 + s]).collect();
+                }
                 let batch = w.map_or(1, |w| w.batch());
                 let generated = batch * steps.iter().sum::<u64>();
                 m.generated_tokens = Some(generated);

@@ -164,6 +164,10 @@ pub struct RunMetrics {
     /// Generated tokens (batch × decode steps over all decode instances).
     #[serde(default)]
     pub generated_tokens: Option<u64>,
+    /// Context length (keys attended, the new token included) of the first and the last
+    /// decode step of each decode instance; it grows by one per step in between.
+    #[serde(default)]
+    pub decode_context: Vec<[u64; 2]>,
     /// Generated tokens per second of decode wall.
     #[serde(default)]
     pub decode_tokens_per_s: Option<f64>,

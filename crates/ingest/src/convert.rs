@@ -16,6 +16,7 @@ use llmprof_bundle::{
 };
 
 use crate::diagnostics::Diagnostics;
+use crate::intern::Interner;
 use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
 use llmprof_bundle::names;
 
@@ -69,8 +70,7 @@ struct OpAcc {
 /// Builds stages, kernels, totals and the timeline from format-free records.
 #[derive(Debug, Default)]
 pub struct TraceConverter {
-    strings: Vec<String>,
-    string_ids: HashMap<String, u32>,
+    strings: Interner,
     stage_keys: Vec<StageKey>,
     stage_ids: HashMap<StageKey, u32>,
     ranges: Vec<RangeAcc>,
@@ -90,16 +90,6 @@ impl TraceConverter {
         Self::default()
     }
 
-    fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.string_ids.get(s) {
-            return id;
-        }
-        let id = self.strings.len() as u32;
-        self.strings.push(s.to_string());
-        self.string_ids.insert(s.to_string(), id);
-        id
-    }
-
     /// One range instance. Ranges that end before they start are dropped (and reported).
     pub fn handle_range(&mut self, r: RangeRecord<'_>) {
         if r.end < r.start {
@@ -110,8 +100,8 @@ impl TraceConverter {
             return;
         }
         let key = StageKey {
-            domain: self.intern(r.domain),
-            name: self.intern(r.name),
+            domain: self.strings.intern(r.domain),
+            name: self.strings.intern(r.name),
             kind: r.kind,
         };
         let next = self.stage_keys.len() as u32;
@@ -353,8 +343,8 @@ impl TraceConverter {
                 let gpu_busy_ns = sum(&|a| a.busy);
                 Stage {
                     id: id as u32,
-                    domain: self.strings[key.domain as usize].clone(),
-                    name: self.strings[key.name as usize].clone(),
+                    domain: self.strings.get(key.domain).to_string(),
+                    name: self.strings.get(key.name).to_string(),
                     kind: key.kind,
                     parent,
                     depth,

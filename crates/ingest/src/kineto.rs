@@ -27,6 +27,7 @@ use crate::convert::{span, TraceConverter};
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::KINETO, IngestError};
 use crate::input;
+use crate::intern::Interner;
 use crate::nsys::cuda_version;
 use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
 use crate::SourceFacts;
@@ -88,6 +89,7 @@ pub fn read(
         counts,
         ..
     } = sink;
+    let strings = strings.into_strings();
     let inferred = infer_workload(&strings, &annotations, &probes);
     if let Some(conv) = conv {
         for a in &annotations {
@@ -847,8 +849,7 @@ struct Counts {
 struct Sink<'c, 'd> {
     conv: Option<&'c mut TraceConverter>,
     diags: &'d mut Diagnostics,
-    strings: Vec<String>,
-    string_ids: HashMap<String, u32>,
+    strings: Interner,
     threads: HashMap<(IdKey, IdKey), u64>,
     ops: Vec<CpuOp>,
     annotations: Vec<Annotation>,
@@ -865,8 +866,7 @@ impl<'c, 'd> Sink<'c, 'd> {
         Sink {
             conv,
             diags,
-            strings: Vec::new(),
-            string_ids: HashMap::default(),
+            strings: Interner::default(),
             threads: HashMap::default(),
             ops: Vec::new(),
             annotations: Vec::new(),
@@ -876,16 +876,6 @@ impl<'c, 'd> Sink<'c, 'd> {
             first_ts: None,
             counts: Counts::default(),
         }
-    }
-
-    fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.string_ids.get(s) {
-            return id;
-        }
-        let id = self.strings.len() as u32;
-        self.strings.push(s.to_string());
-        self.string_ids.insert(s.to_string(), id);
-        id
     }
 
     fn thread(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> u64 {
@@ -960,7 +950,7 @@ impl<'c, 'd> Sink<'c, 'd> {
                         dims,
                     });
                 }
-                let name = self.intern(name);
+                let name = self.strings.intern(name);
                 self.ops.push(CpuOp {
                     thread,
                     start,
@@ -971,7 +961,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             }
             "user_annotation" => {
                 let thread = self.thread(&ev.pid, &ev.tid);
-                let name = self.intern(name);
+                let name = self.strings.intern(name);
                 self.annotations.push(Annotation {
                     thread,
                     tid: ev.tid.u64().unwrap_or(0),

@@ -10,6 +10,7 @@ pub mod convert;
 pub mod diagnostics;
 pub mod error;
 pub mod input;
+mod intern;
 pub mod kineto;
 pub mod ncu;
 pub mod nsys;

@@ -564,7 +564,7 @@ impl Export<'_> {
             ..SourceFacts::default()
         };
         let export = self.name_values("META_DATA_EXPORT");
-        let system = self.system_env();
+        let system = self.name_values("TARGET_INFO_SYSTEM_ENV");
         let capture = self.name_values("META_DATA_CAPTURE");
         let env = &mut facts.environment;
         env.driver_version = system.get("NvDriverVersion").cloned();
@@ -595,27 +595,6 @@ impl Export<'_> {
         }
         facts.captured_at_epoch_ns = self.session_start();
         facts
-    }
-
-    fn system_env(&self) -> HashMap<String, String> {
-        const TABLE: &str = "TARGET_INFO_SYSTEM_ENV";
-        if !self.has(TABLE) {
-            return HashMap::new();
-        }
-        let Ok(mut stmt) = self
-            .conn
-            .prepare(&format!("SELECT name, CAST(value AS TEXT) FROM {TABLE}"))
-        else {
-            return HashMap::new();
-        };
-        stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-            ))
-        })
-        .and_then(|rows| rows.collect())
-        .unwrap_or_default()
     }
 
     fn session_start(&self) -> Option<i64> {

@@ -1,0 +1,1 @@
+//! SVG charts of run bundles (being written).

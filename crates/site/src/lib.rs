@@ -1,0 +1,1 @@
+//! The static report site (being written).

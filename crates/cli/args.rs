@@ -39,6 +39,30 @@ pub enum Command {
     ///
     /// Example: llmprof analyze runs/20261121-235636-qwen2-h200 --decode-steps 2,16 --peak-tflops 780
     Analyze(AnalyzeArgs),
+    /// Build the static report site.
+    #[command(subcommand)]
+    Site(SiteCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SiteCommand {
+    /// Turn run bundles into a static site: index, one page and report.md per run, compare.
+    ///
+    /// The site uses relative links only: publish the directory on GitHub Pages or an
+    /// intranet server, or open index.html from disk. Rebuilds re-render only changed runs.
+    ///
+    /// Example: llmprof site build --runs runs --out site
+    Build(SiteBuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SiteBuildArgs {
+    /// Directory of run directories (what `llmprof ingest --out` wrote).
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    pub runs: PathBuf,
+    /// Output directory of the site.
+    #[arg(long, value_name = "DIR", default_value = "site")]
+    pub out: PathBuf,
 }
 
 /// Token counts and peaks: what analysis needs that the traces may not say.

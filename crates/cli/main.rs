@@ -8,6 +8,7 @@ mod args;
 mod ingest_cmd;
 mod nsys_export;
 mod show;
+mod site_cmd;
 mod table;
 
 use std::process::ExitCode;
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
         args::Command::Ingest(a) => ingest_cmd::run(a.into_config()),
         args::Command::Show(a) => show::run(a.into_config()),
         args::Command::Analyze(a) => analyze_cmd::run(a),
+        args::Command::Site(args::SiteCommand::Build(a)) => site_cmd::build(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

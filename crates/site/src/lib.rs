@@ -1,1 +1,256 @@
-//! The static report site (being written).
+//! `llmprof site build`: a static report site from run bundles — an index of runs, one page
+//! and one `report.md` per run, and a compare page — that works on GitHub Pages under a
+//! sub-path, on an intranet server, and opened as `file://`.
+//!
+//! * Every link is relative; there is no CDN, web font or other external request.
+//! * Templates (askama, `templates/`) and assets (`static/`) are compiled into the binary.
+//! * Strings from input data are escaped by askama's HTML escaper (and the `md` filter in
+//!   `report.md`); the only unescaped markup is the charts' SVG, passed as [`Svg`] in one
+//!   place ([`charts_of`]), whose text the charts crate escapes.
+//! * A rebuild re-renders only runs whose `bundle.json` changed (a hash per run is kept in
+//!   `<out>/.llmprof-site-cache.json`).
+
+mod markdown;
+mod pages;
+pub mod view;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use llmprof_bundle::{Bundle, BUNDLE_FILE, TIMELINE_FILE};
+use serde::{Deserialize, Serialize};
+
+pub use pages::Svg;
+
+/// Why a site could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    #[error("runs directory `{}`: {message}", path.display())]
+    Runs { path: PathBuf, message: String },
+    #[error("site directory `{}`: cannot write", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("rendering {what}: {message}")]
+    Render { what: String, message: String },
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    pub runs_dir: PathBuf,
+    pub out_dir: PathBuf,
+}
+
+/// What a build did.
+#[derive(Debug, Clone, Default)]
+pub struct BuildReport {
+    pub runs: usize,
+    /// Run pages rendered this time (the others were unchanged).
+    pub rendered: usize,
+    pub unchanged: usize,
+    /// Run directories skipped, with the reason (a bundle that does not parse, say).
+    pub skipped: Vec<String>,
+    pub index: PathBuf,
+}
+
+/// A step of the build, for progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
+    Run {
+        done: usize,
+        total: usize,
+        id: &'a str,
+    },
+    Pages,
+}
+
+const CACHE_FILE: &str = ".llmprof-site-cache.json";
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Cache {
+    /// llmprof version + template/asset hash: a new binary re-renders everything.
+    build: String,
+    runs: BTreeMap<String, u64>,
+}
+
+/// Builds the site.
+pub fn build(
+    opts: &BuildOptions,
+    progress: &mut dyn FnMut(Step<'_>),
+) -> Result<BuildReport, SiteError> {
+    let found = find_runs(&opts.runs_dir)?;
+    let write_err = |path: &Path, source| SiteError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    fs::create_dir_all(&opts.out_dir).map_err(|e| write_err(&opts.out_dir, e))?;
+    let cache_path = opts.out_dir.join(CACHE_FILE);
+    let build_id = format!("{}-{:x}", env!("CARGO_PKG_VERSION"), pages::assets_hash());
+    let old: Cache = fs::read_to_string(&cache_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .filter(|c: &Cache| c.build == build_id)
+        .unwrap_or_default();
+    let mut cache = Cache {
+        build: build_id,
+        runs: BTreeMap::new(),
+    };
+    let mut report = BuildReport::default();
+    let mut bundles: Vec<Bundle> = Vec::new();
+    let total = found.len();
+    for (i, dir) in found.iter().enumerate() {
+        let path = dir.join(BUNDLE_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                report
+                    .skipped
+                    .push(format!("{}: cannot read ({e})", path.display()));
+                continue;
+            }
+        };
+        let bundle = match Bundle::from_json(&text) {
+            Ok(b) => b,
+            Err(e) => {
+                report.skipped.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        progress(Step::Run {
+            done: i,
+            total,
+            id: &bundle.run_id,
+        });
+        let id = safe_id(&bundle.run_id, dir);
+        let hash = hash_of(&text);
+        let run_out = opts.out_dir.join("runs").join(&id);
+        let page = run_out.join("index.html");
+        if old.runs.get(&id) == Some(&hash) && page.is_file() {
+            report.unchanged += 1;
+        } else {
+            fs::create_dir_all(&run_out).map_err(|e| write_err(&run_out, e))?;
+            let has_timeline = dir.join(TIMELINE_FILE).is_file();
+            let (html, md) = pages::run_page(&bundle, has_timeline)?;
+            write(&page, html.as_bytes())?;
+            write(&run_out.join("report.md"), md.as_bytes())?;
+            write(&run_out.join(BUNDLE_FILE), text.as_bytes())?;
+            if has_timeline {
+                fs::copy(dir.join(TIMELINE_FILE), run_out.join(TIMELINE_FILE))
+                    .map_err(|e| write_err(&run_out, e))?;
+            }
+            report.rendered += 1;
+        }
+        cache.runs.insert(id, hash);
+        bundles.push(bundle);
+    }
+    progress(Step::Pages);
+    // Newest first.
+    bundles.sort_by(|a, b| {
+        b.captured_at
+            .cmp(&a.captured_at)
+            .then(a.run_id.cmp(&b.run_id))
+    });
+    let index = opts.out_dir.join("index.html");
+    write(&index, pages::index_page(&bundles)?.as_bytes())?;
+    write(
+        &opts.out_dir.join("compare.html"),
+        pages::compare_page(&bundles)?.as_bytes(),
+    )?;
+    for (name, bytes) in pages::ASSETS {
+        write(&opts.out_dir.join("static").join(name), bytes)?;
+    }
+    // Pages of runs that disappeared from the runs directory go too.
+    let runs_out = opts.out_dir.join("runs");
+    if let Ok(rd) = fs::read_dir(&runs_out) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !cache.runs.contains_key(&name) && e.path().is_dir() {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let cache_text = serde_json::to_string(&cache).map_err(|e| SiteError::Render {
+        what: "the build cache".into(),
+        message: e.to_string(),
+    })?;
+    write(&cache_path, cache_text.as_bytes())?;
+    report.runs = bundles.len();
+    report.index = index;
+    Ok(report)
+}
+
+/// Run directories (those holding a `bundle.json`) directly under `runs_dir`, sorted; hidden
+/// (in-progress) directories are skipped.
+fn find_runs(runs_dir: &Path) -> Result<Vec<PathBuf>, SiteError> {
+    let rd = fs::read_dir(runs_dir).map_err(|e| SiteError::Runs {
+        path: runs_dir.to_path_buf(),
+        message: format!("cannot read ({e}); run `llmprof ingest` first or pass --runs DIR"),
+    })?;
+    let mut dirs: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p.join(BUNDLE_FILE).is_file()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    dirs.sort();
+    if dirs.is_empty() {
+        return Err(SiteError::Runs {
+            path: runs_dir.to_path_buf(),
+            message: "holds no run directories (no */bundle.json); run `llmprof ingest` first"
+                .into(),
+        });
+    }
+    Ok(dirs)
+}
+
+/// The output directory name of a run: its id when that is a plain name, else the input
+/// directory's name (a bundle could claim `../x` as its id).
+fn safe_id(run_id: &str, dir: &Path) -> String {
+    let plain = !run_id.is_empty()
+        && run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !run_id.starts_with('.');
+    if plain {
+        run_id.to_string()
+    } else {
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "run".into())
+    }
+}
+
+fn hash_of(text: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so a reader never sees a
+/// half-written page.
+fn write(path: &Path, bytes: &[u8]) -> Result<(), SiteError> {
+    let err = |source| SiteError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(err)?;
+    }
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension()
+            .map_or(String::new(), |e| e.to_string_lossy().into_owned())
+    ));
+    fs::write(&tmp, bytes).map_err(err)?;
+    fs::rename(&tmp, path).map_err(err)
+}

@@ -59,3 +59,58 @@ pub fn assert_1dp(ours: f64, theirs: f64, what: &str) {
         "{what}: ours {ours} vs nsys stats {theirs}"
     );
 }
+
+/// Ingests the H200 fixtures into `runs/` (one nsys+kineto+ncu run with token counts, one
+/// nsys-only run) and builds the site into `site/`; returns (tempdir, runs, site).
+pub fn build_sample_site() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let site = dir.path().join("site");
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--kineto".as_ref(),
+        h200("kineto_trace.json.gz").as_os_str(),
+        "--ncu".as_ref(),
+        h200("ncu_decode_raw.csv").as_os_str(),
+        "--model-config".as_ref(),
+        h200("config.json").as_os_str(),
+        "--prompt-tokens".as_ref(),
+        "512".as_ref(),
+        "--decode-steps".as_ref(),
+        "2,16".as_ref(),
+        "--prefill-logits".as_ref(),
+        "512".as_ref(),
+        "--label".as_ref(),
+        "sample".as_ref(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ] as [&std::ffi::OsStr; 19]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--label".as_ref(),
+        "nsys-only".as_ref(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ] as [&std::ffi::OsStr; 7]);
+    assert!(o.status.success());
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+    ] as [&std::ffi::OsStr; 6]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("Site written to") && stdout.contains("index.html"),
+        "{stdout}"
+    );
+    (dir, runs, site)
+}

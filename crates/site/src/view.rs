@@ -156,6 +156,32 @@ impl IndexRow {
 
 const TOP: usize = 20;
 
+/// The finding that names the run's main bottleneck: an inconsistency first, then what limits
+/// decode (serving cost), then prefill, then kernel-level findings.
+fn top_bottleneck(a: &llmprof_bundle::Analysis) -> String {
+    let rank = |f: &llmprof_bundle::Finding| {
+        let decode = f
+            .stage
+            .as_deref()
+            .is_some_and(|s| StageRole::of_name(s) == StageRole::Decode);
+        match f.id.as_str() {
+            "inconsistent" => 0,
+            "launch_bound" | "memory_bound" | "compute_bound" if decode => 1,
+            "launch_bound" | "memory_bound" | "compute_bound" => 2,
+            "tensor_cores_unused" => 3,
+            "vision_share" => 4,
+            "top_kernels" => 5,
+            _ => 9,
+        }
+    };
+    a.findings
+        .iter()
+        .filter(|f| rank(f) < 9)
+        .min_by_key(|f| rank(f))
+        .map(|f| f.title.clone())
+        .unwrap_or_default()
+}
+
 impl RunView {
     pub fn of(b: &Bundle) -> RunView {
         let a = b.analysis.as_ref();
@@ -429,12 +455,7 @@ impl RunView {
             if let Some(why) = &a.inconsistent {
                 mfu_notes.insert(0, format!("Inconsistent run: {why}."));
             }
-            index.bottleneck = a
-                .findings
-                .iter()
-                .find(|f| f.id != "gpu_busy" && f.id != "warmup_outlier")
-                .map(|f| f.title.clone())
-                .unwrap_or_default();
+            index.bottleneck = top_bottleneck(a);
         }
         if let Some(w) = &b.workload {
             let mut parts = Vec::new();

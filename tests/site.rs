@@ -1,0 +1,267 @@
+//! `llmprof site build` through the front door: pages, tables, links, escaping, incremental
+//! rebuilds, page weight.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn build_sample() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    build_sample_site()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn html_files(site: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![site.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "html") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `href="..."` and `src="..."` values of a page.
+fn links(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for attr in ["href=\"", "src=\""] {
+        let mut rest = html;
+        while let Some(i) = rest.find(attr) {
+            rest = &rest[i + attr.len()..];
+            if let Some(end) = rest.find('"') {
+                out.push(rest[..end].to_string());
+            }
+        }
+    }
+    out
+}
+
+const RUN: &str = "runs/20261121-235636-sample";
+
+#[test]
+fn every_mandatory_table_is_on_the_run_page_and_in_report_md() {
+    let (_d, _runs, site) = build_sample();
+    let page = read(&site.join(RUN).join("index.html"));
+    for id in [
+        "environment-table",
+        "aggregates-table",
+        "stages-table",
+        "mfu-table",
+        "operators-table",
+        "kernels-table",
+    ] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "page lacks {id}");
+    }
+    // Sections in the order the issue gives, each with an anchor.
+    let order = [
+        "id=\"environment\"",
+        "id=\"aggregates\"",
+        "id=\"stages\"",
+        "id=\"mfu\"",
+        "id=\"operators\"",
+        "id=\"kernels\"",
+        "id=\"diagnosis\"",
+        "id=\"overhead\"",
+        "id=\"provenance\"",
+        "id=\"diagnostics\"",
+    ];
+    let pos: Vec<usize> = order.iter().map(|o| page.find(o).unwrap()).collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "section order");
+    assert!(
+        page.contains("Vision processing"),
+        "vision note under the stage table"
+    );
+    assert!(page.contains("Decode is launch-bound"));
+    // ncu columns appear when ncu data exist.
+    assert!(page.contains("<th>Tensor pipe (%)</th>"));
+
+    let md = read(&site.join(RUN).join("report.md"));
+    for h in [
+        "## Environment",
+        "## Aggregates",
+        "## Per-Stage Timings",
+        "## MFU",
+        "## Top Operators",
+        "## Top Kernels",
+        "## Diagnosis",
+    ] {
+        assert!(md.contains(h), "report.md lacks {h}");
+    }
+    // Tables are well-formed: every table row has as many cells as its header.
+    for block in md.split("\n\n") {
+        let rows: Vec<&str> = block.lines().filter(|l| l.starts_with('|')).collect();
+        if rows.len() < 2 {
+            continue;
+        }
+        let cells = |l: &str| l.replace("\\|", "").matches('|').count();
+        let n = cells(rows[0]);
+        assert!(rows.iter().all(|r| cells(r) == n), "ragged table:\n{block}");
+    }
+}
+
+#[test]
+fn report_md_snapshot() {
+    let (_d, _runs, site) = build_sample();
+    let md = read(&site.join(RUN).join("report.md"));
+    insta::assert_snapshot!(md.replace(env!("CARGO_MANIFEST_DIR"), "<repo>"));
+}
+
+#[test]
+fn every_relative_link_resolves_and_none_is_external() {
+    let (_d, _runs, site) = build_sample();
+    let pages = html_files(&site);
+    assert!(pages.len() >= 4, "{pages:?}");
+    for page in pages {
+        let html = read(&page);
+        for link in links(&html) {
+            assert!(
+                !link.starts_with("http") && !link.starts_with("//") && !link.starts_with('/'),
+                "{}: non-relative link {link}",
+                page.display()
+            );
+            let path = link.split('#').next().unwrap();
+            if path.is_empty() {
+                continue;
+            }
+            let target = page.parent().unwrap().join(path);
+            assert!(target.exists(), "{}: broken link {link}", page.display());
+        }
+    }
+}
+
+#[test]
+fn pages_are_light_and_carry_a_restrictive_csp() {
+    let (_d, _runs, site) = build_sample();
+    for page in html_files(&site) {
+        let html = read(&page);
+        assert!(
+            html.len() <= 500_000,
+            "{} weighs {} bytes",
+            page.display(),
+            html.len()
+        );
+        assert!(
+            html.contains("Content-Security-Policy\" content=\"default-src 'none'"),
+            "{}",
+            page.display()
+        );
+    }
+}
+
+#[test]
+fn rebuilds_render_only_changed_runs() {
+    let (_d, runs, site) = build_sample();
+    let build = || {
+        let o = llmprof([
+            "site".as_ref(),
+            "build".as_ref(),
+            "--runs".as_ref(),
+            runs.as_os_str(),
+            "--out".as_ref(),
+            site.as_os_str(),
+        ]);
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert!(build().contains("2 run(s): 0 rendered, 2 unchanged"));
+    // Change one bundle: only it is rendered again.
+    let bundle = runs.join("20261121-235636-sample/bundle.json");
+    let text = read(&bundle).replace("\"label\": \"sample\"", "\"label\": \"sample v2\"");
+    std::fs::write(&bundle, text).unwrap();
+    assert!(build().contains("2 run(s): 1 rendered, 1 unchanged"));
+    assert!(read(&site.join(RUN).join("index.html")).contains("sample v2"));
+}
+
+/// Names from input data are escaped everywhere: stage, kernel, operator names and labels
+/// holding `<script>`, an attribute breakout and a quote.
+#[test]
+fn hostile_names_are_escaped() {
+    let (_d, runs, site) = build_sample();
+    let evil = [
+        "<script>alert(1)</script>",
+        "\"><img src=x onerror=alert(2)>",
+        "it's",
+    ];
+    let path = runs.join("20261121-235636-sample/bundle.json");
+    let mut b: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    b["label"] = evil[1].into();
+    b["stages"][0]["name"] = evil[0].into();
+    b["stages"][1]["name"] = evil[2].into();
+    b["kernels"][0]["name"] = evil[1].into();
+    b["kernels"][1]["name"] = evil[0].into();
+    b["operators"][0]["name"] = evil[0].into();
+    b["analysis"]["summary"] = evil[1].into();
+    std::fs::write(&path, serde_json::to_string(&b).unwrap()).unwrap();
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for page in html_files(&site) {
+        let html = read(&page);
+        assert!(!html.contains("<script>alert"), "{}", page.display());
+        assert!(!html.contains("<img"), "{}: an <img> tag", page.display());
+        // No inline event handlers at all: only our own external script.
+        for tag in html.split('<').skip(1) {
+            let head = tag.split('>').next().unwrap_or("");
+            assert!(
+                !head
+                    .split_whitespace()
+                    .any(|w| w.starts_with("on") && w.contains('=')),
+                "{}: inline handler in <{head}>",
+                page.display()
+            );
+        }
+        assert_eq!(html.matches("<script").count(), 1, "{}", page.display());
+    }
+    let page = read(&site.join(RUN).join("index.html"));
+    assert!(
+        page.contains("&#60;script&#62;alert(1)&#60;/script&#62;")
+            || page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "the name is shown, escaped"
+    );
+    assert!(
+        page.contains("&#x27;") || page.contains("&#39;"),
+        "quote escaped"
+    );
+    let md = read(&site.join(RUN).join("report.md"));
+    assert!(
+        !md.contains("<script>") && !md.contains("<img"),
+        "report.md escaped"
+    );
+}
+
+#[test]
+fn a_missing_runs_directory_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        dir.path().join("nope").as_os_str(),
+        "--out".as_ref(),
+        dir.path().join("site").as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains("nope") && err.contains("llmprof ingest"),
+        "{err}"
+    );
+}

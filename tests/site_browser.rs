@@ -1,0 +1,152 @@
+//! The built site in headless Chromium (Debian's `chromium`), over http and from `file://`:
+//! pages load with no console error (script errors and CSP violations are console errors) and
+//! render their content; a screenshot is taken.
+//!
+//! Needs `chromium` on PATH. Without it the test reports that it did not run, unless
+//! `LLMPROF_REQUIRE_BROWSER=1` (set by `.ci/run`), where a missing browser is a failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::var_os("PATH")?
+            .to_str()?
+            .split(':')
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Serves `root` on 127.0.0.1 from a background thread; returns the port.
+fn serve(root: PathBuf) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let path = path
+                .split(['?', '#'])
+                .next()
+                .unwrap_or("/")
+                .trim_start_matches('/');
+            let file = root.join(if path.is_empty() { "index.html" } else { path });
+            let mut out = &stream;
+            match std::fs::read(&file) {
+                Ok(body) if !path.contains("..") => {
+                    let ct = match file.extension().and_then(|e| e.to_str()) {
+                        Some("html") => "text/html; charset=utf-8",
+                        Some("css") => "text/css",
+                        Some("js") => "text/javascript",
+                        Some("json") => "application/json",
+                        Some("svg") => "image/svg+xml",
+                        _ => "text/plain; charset=utf-8",
+                    };
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = out.write_all(&body);
+                }
+                _ => {
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                }
+            }
+        }
+    });
+    port
+}
+
+/// Loads `url` headless; returns (DOM, console lines).
+fn load(browser: &Path, url: &str, screenshot: Option<&Path>) -> (String, Vec<String>) {
+    let profile = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("timeout");
+    cmd.arg("90").arg(browser).args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=3000",
+        "--window-size=1400,2000",
+    ]);
+    cmd.arg(format!("--user-data-dir={}", profile.path().display()));
+    match screenshot {
+        Some(png) => cmd.arg(format!("--screenshot={}", png.display())),
+        None => cmd.arg("--dump-dom"),
+    };
+    let o = cmd.arg(url).output().unwrap();
+    let console = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    (String::from_utf8_lossy(&o.stdout).into_owned(), console)
+}
+
+#[test]
+fn pages_load_without_console_errors_over_http_and_file() {
+    let Some(browser) = chromium() else {
+        if std::env::var_os("LLMPROF_REQUIRE_BROWSER").is_some() {
+            panic!("chromium is not installed but LLMPROF_REQUIRE_BROWSER is set");
+        }
+        eprintln!("browser test did not run: chromium is not on PATH");
+        return;
+    };
+    let (_dir, _runs, site) = build_sample_site();
+    let port = serve(site.clone());
+    let run = "runs/20261121-235636-sample/index.html";
+    let pages = [
+        ("index.html", "Profiled runs"),
+        (run, "Per-Stage Timings"),
+        ("compare.html", "Compare runs"),
+    ];
+    for (page, expect) in pages {
+        for url in [
+            format!("http://127.0.0.1:{port}/{page}"),
+            format!("file://{}", site.join(page).display()),
+        ] {
+            let (dom, console) = load(&browser, &url, None);
+            assert!(console.is_empty(), "{url}: console messages {console:#?}");
+            assert!(dom.contains(expect), "{url}: DOM lacks {expect}");
+            // The script ran: sortable headers got a tabindex.
+            if page == "index.html" {
+                assert!(dom.contains("tabindex=\"0\""), "{url}: site.js did not run");
+            }
+        }
+    }
+    let png = site.join("run-page.png");
+    let (_, console) = load(
+        &browser,
+        &format!("file://{}", site.join(run).display()),
+        Some(&png),
+    );
+    assert!(console.is_empty(), "{console:#?}");
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 50_000, "screenshot of {size} bytes");
+    // Keep the picture for people to look at.
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("site-run-page.png");
+    let _ = std::fs::copy(&png, &keep);
+}

@@ -1,24 +1,66 @@
-//! TEMPORARY stub of the charts API (replaced on merge).
-#![allow(unused_variables)]
-use llmprof_bundle::{Bundle, Category};
-pub fn stage_breakdown(bundle: &Bundle) -> Option<String> {
-    None
-}
-pub fn category_share(bundle: &Bundle) -> Option<String> {
-    None
-}
-pub fn top_kernels(bundle: &Bundle, n: usize) -> Option<String> {
-    None
-}
-pub fn speed_of_light(bundle: &Bundle) -> Option<String> {
-    None
-}
-pub fn compare_stages(bundles: &[&Bundle]) -> Option<String> {
-    None
-}
-pub fn compare_category_mix(bundles: &[&Bundle]) -> Option<String> {
-    None
-}
+//! SVG charts of llmprof run bundles, drawn with [`plotters`]' SVG backend.
+//!
+//! Every chart is a pure function of bundle data returning a complete standalone
+//! `<svg …>…</svg>` document, or `None` when the bundle has nothing to draw for it (no stages,
+//! no kernel time, no Nsight Compute throughput, …).
+//!
+//! # Guarantees
+//!
+//! * **Deterministic**: the same bundle gives byte-identical SVG on every machine. plotters is
+//!   built without a font backend, so nothing looks up system fonts: text is written as
+//!   `<text font-family="sans-serif">` and laid out by the viewer, while this crate places it
+//!   with its own fixed width estimate. Sizes are fixed (760 px wide; the height follows the
+//!   number of rows), numbers are formatted with fixed precision, and no libm transcendental
+//!   function (whose last bits vary by platform) enters a coordinate.
+//! * **Safe with untrusted names**: kernel, stage and run names are cleaned of control
+//!   characters and characters XML forbids, and plotters' SVG backend escapes `<`, `>`, `&`,
+//!   `"` and `'` in all text and attribute values, so the document is well-formed and a name
+//!   cannot inject markup.
+//! * **No panics** on any bundle: empty, zero totals, NaN metrics, huge names. Rows are capped
+//!   (stages, kernels, runs) so documents stay a few tens of KB.
+
+mod compare;
+mod draw;
+mod run;
+
+use llmprof_bundle::Category;
+
+pub use compare::{compare_category_mix, compare_stages};
+pub use run::{category_share, speed_of_light, stage_breakdown, top_kernels};
+
+/// Width in pixels of every chart.
+pub const WIDTH: u32 = 760;
+
+/// The fixed colour of a category as `"#rrggbb"` (used by charts, the site legend and the WASM
+/// viewer). Tableau 10 hues; every chart also names the categories, so colour is never the
+/// only cue.
 pub fn category_color(c: Category) -> &'static str {
-    "#888888"
+    match c {
+        Category::Gemm => "#4e79a7",
+        Category::Attention => "#f28e2b",
+        Category::MoeRouting => "#b07aa1",
+        Category::Elementwise => "#59a14f",
+        Category::ReductionNorm => "#edc948",
+        Category::MemcpyMemset => "#76b7b2",
+        Category::Communication => "#e15759",
+        Category::Other => "#9c9c9c",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn category_colors_are_distinct_hex() {
+        let mut seen = std::collections::BTreeSet::new();
+        for c in Category::ALL {
+            let hex = category_color(c);
+            assert_eq!(hex.len(), 7);
+            assert!(hex.starts_with('#'));
+            assert!(hex[1..].chars().all(|ch| ch.is_ascii_hexdigit()));
+            assert_ne!(draw::rgb(hex), draw::rgb("bad"), "{hex}");
+            assert!(seen.insert(hex), "{hex} used twice");
+        }
+    }
 }

@@ -113,10 +113,12 @@ fn every_mandatory_table_is_on_the_run_page_and_in_report_md() {
 }
 
 #[test]
-fn report_md_snapshot() {
+fn key_pages_snapshots() {
     let (_d, _runs, site) = build_sample();
-    let md = read(&site.join(RUN).join("report.md"));
-    insta::assert_snapshot!(md.replace(env!("CARGO_MANIFEST_DIR"), "<repo>"));
+    let repo = |s: String| s.replace(env!("CARGO_MANIFEST_DIR"), "<repo>");
+    insta::assert_snapshot!("report_md", repo(read(&site.join(RUN).join("report.md"))));
+    insta::assert_snapshot!("index_html", repo(read(&site.join("index.html"))));
+    insta::assert_snapshot!("compare_html", repo(read(&site.join("compare.html"))));
 }
 
 #[test]

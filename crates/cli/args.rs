@@ -42,6 +42,45 @@ pub enum Command {
     /// Build the static report site.
     #[command(subcommand)]
     Site(SiteCommand),
+    /// Profile a target on this machine's NVIDIA GPU and ingest the result.
+    ///
+    /// Runs the target's workload once per pass: unprofiled (baseline), counting FLOPs, under
+    /// the PyTorch profiler (light), under Nsight Systems (standard), under Nsight Compute
+    /// (deep), with NVML sampled throughout; then ingests, analyses and writes the run.
+    /// --dry-run validates the target, the tools, the GPU and the disk, and prints the plan.
+    ///
+    /// Example: llmprof capture --target configs/qwen2.5-0.5b.toml --mode standard
+    #[command(verbatim_doc_comment)]
+    Capture(CaptureArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// Target config (configs/*.toml): the model, the inputs and how to run it.
+    #[arg(long, value_name = "FILE")]
+    pub target: PathBuf,
+    /// How much to profile.
+    #[arg(long, value_enum, default_value_t = ModeArg::Standard)]
+    pub mode: ModeArg,
+    /// Measured iterations per pass (default: the target's [run] repeats).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeats: Option<u64>,
+    /// CUDA device index (recorded in the run).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub device: u32,
+    /// Directory that receives the run directory.
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    pub out: PathBuf,
+    /// Validate and print the plan; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    Light,
+    Standard,
+    Deep,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,7 @@
 
 mod analyze_cmd;
 mod args;
+mod capture_cmd;
 mod ingest_cmd;
 mod nsys_export;
 mod show;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         args::Command::Show(a) => show::run(a.into_config()),
         args::Command::Analyze(a) => analyze_cmd::run(a),
         args::Command::Site(args::SiteCommand::Build(a)) => site_cmd::build(a),
+        args::Command::Capture(a) => capture_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

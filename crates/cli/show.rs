@@ -69,6 +69,9 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
     if !b.ncu.is_empty() {
         section(&mut s, "Nsight Compute", ncu(b, top), width);
     }
+    if let Some(c) = &b.capture {
+        capture(&mut s, c, width);
+    }
     if let Some(a) = &b.analysis {
         analysis(&mut s, b, a, width);
     }
@@ -76,6 +79,57 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
         section(&mut s, "Diagnostics", diagnostics(b), width);
     }
     s
+}
+
+/// How the run was captured: passes, the baseline, overhead, what is missing.
+fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
+    s.push_str(&format!(
+        "\nCapture ({} mode, target {})\n",
+        c.mode, c.target
+    ));
+    let mut t = Table::new(
+        &[
+            ("pass", Align::Left),
+            ("wall s", Align::Right),
+            ("result", Align::Left),
+        ],
+        2,
+    );
+    for p in &c.passes {
+        t.row(vec![
+            p.name.clone(),
+            format!("{:.1}", p.wall_ns as f64 / 1e9),
+            if p.ok {
+                "ok".into()
+            } else {
+                format!("failed: {}", p.note.clone().unwrap_or_default())
+            },
+        ]);
+    }
+    s.push_str(&t.render(width));
+    if let Some(b) = &c.baseline {
+        s.push_str(&format!(
+            "  baseline  {} iterations: prefill median {} ms, decode median {} ms, step median {} µs; iteration CV {:.1}%\n",
+            b.iterations,
+            ms(b.prefill.median_ns as u64),
+            ms(b.decode.median_ns as u64),
+            us(b.decode_step.median_ns),
+            b.iteration_cv_pct
+        ));
+    }
+    for o in &c.overhead {
+        s.push_str(&format!(
+            "  overhead  {} pass on {}: {:+.1}% ({} → {} ms median)\n",
+            o.pass,
+            o.stage,
+            o.overhead_pct,
+            ms(o.baseline_median_ns as u64),
+            ms(o.profiled_median_ns as u64)
+        ));
+    }
+    for m in &c.missing {
+        s.push_str(&wrap(&format!("missing   {m}"), width, 2));
+    }
 }
 
 /// MFU/MBU per stage, run metrics, findings and the summary.

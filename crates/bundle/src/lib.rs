@@ -45,6 +45,8 @@
 //! | `counted_flops[]` | [`CountedFlops`] | per-stage FLOPs measured by the workload (e.g. `FlopCounterMode`) |
 //! | `calibration` | [`Calibration`]? | measured device ceilings (matmul TFLOP/s, copy GB/s) and peak overrides |
 //! | `analysis` | [`Analysis`]? | MFU/MBU, roofline position, findings and summary (see `analysis.rs`) |
+//! | `capture` | [`Capture`]? | how `llmprof capture` made the run: passes, command lines, baseline, overhead, environment snapshot, manifest |
+//! | `nvml` | [`NvmlSeries`]? | GPU power, clocks, utilization, memory, temperature and throttling over time |
 //! | `totals` | [`Totals`] | whole-run GPU totals |
 //! | `stages[]` | [`Stage`] | every NVTX range / `record_function` annotation, with its instances |
 //! | `kernels[]` | [`Kernel`] | per distinct kernel name (and one row per memcpy kind and for memset) |
@@ -70,12 +72,14 @@
 //! * Version 1: first version.
 //! * Version 2: adds `workload`, `counted_flops`, `calibration` and `analysis`. All are
 //!   optional: a version-1 bundle reads as version 2 with them absent.
+//! * Version 3: adds `capture` and `nvml`, both optional; older bundles read unchanged.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 mod analysis;
+mod capture;
 pub mod names;
 mod stats;
 mod summary;
@@ -85,13 +89,16 @@ mod workload;
 pub use analysis::{
     Analysis, Finding, KernelAnalysis, ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole,
 };
+pub use capture::{
+    Capture, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord, StageTimings, Window,
+};
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
 pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
 pub use workload::{Calibration, CountedFlops, RunMetadata, Sourced, Workload};
 
 /// Version of the `bundle.json` / `timeline.json` format written by this crate.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// File name of the bundle inside a run directory.
 pub const BUNDLE_FILE: &str = "bundle.json";
@@ -140,6 +147,10 @@ pub struct Bundle {
     pub diagnostics: Vec<Diagnostic>,
     #[serde(default)]
     pub analysis: Option<Analysis>,
+    #[serde(default)]
+    pub capture: Option<Capture>,
+    #[serde(default)]
+    pub nvml: Option<NvmlSeries>,
 }
 
 impl Bundle {
@@ -167,6 +178,8 @@ impl Bundle {
             timeline: None,
             diagnostics: Vec::new(),
             analysis: None,
+            capture: None,
+            nvml: None,
         }
     }
 

@@ -454,3 +454,42 @@ fn category_share_snapshot() {
     }
     insta::assert_snapshot!(category_share(&b).expect("chart"));
 }
+
+#[test]
+fn nvml_timeline_draws_samples_and_pass_bands() {
+    use llmprof_bundle::{NvmlSeries, Window};
+    let mut b = llmprof_bundle::Bundle::new("nvml");
+    assert!(
+        llmprof_charts::nvml_timeline(&b).is_none(),
+        "no samples, no chart"
+    );
+    let n = 200u32;
+    b.nvml = Some(NvmlSeries {
+        interval_ms: 20,
+        t_ns: (0..n)
+            .map(|i| 1_000_000_000_000 + i64::from(i) * 20_000_000)
+            .collect(),
+        power_mw: (0..n).map(|i| 100_000 + i * 1000).collect(),
+        sm_clock_mhz: vec![1980; n as usize],
+        mem_clock_mhz: vec![3201; n as usize],
+        gpu_util_pct: (0..n).map(|i| i % 101).collect(),
+        mem_util_pct: vec![10; n as usize],
+        mem_used_bytes: vec![1 << 30; n as usize],
+        temp_c: vec![40; n as usize],
+        throttle_reasons: vec![0; n as usize],
+        windows: vec![Window {
+            name: "<script>alert(1)</script>".into(),
+            start_ns: 1_000_000_000_000,
+            end_ns: 1_002_000_000_000,
+        }],
+    });
+    let svg = llmprof_charts::nvml_timeline(&b).unwrap();
+    assert!(svg.contains("power (W)") && svg.contains("SM clock (MHz)"));
+    assert!(!svg.contains("<script"), "pass names are escaped");
+    roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(
+        svg,
+        llmprof_charts::nvml_timeline(&b).unwrap(),
+        "deterministic"
+    );
+}

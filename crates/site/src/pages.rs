@@ -39,6 +39,7 @@ pub struct RunCharts {
     pub categories: Option<Svg>,
     pub top_kernels: Option<Svg>,
     pub sol: Option<Svg>,
+    pub nvml: Option<Svg>,
 }
 
 fn charts_of(b: &Bundle) -> RunCharts {
@@ -47,6 +48,7 @@ fn charts_of(b: &Bundle) -> RunCharts {
         categories: llmprof_charts::category_share(b).map(Safe),
         top_kernels: llmprof_charts::top_kernels(b, 12).map(Safe),
         sol: llmprof_charts::speed_of_light(b).map(Safe),
+        nvml: llmprof_charts::nvml_timeline(b).map(Safe),
     }
 }
 

@@ -103,6 +103,11 @@ pub struct RunView {
     pub findings: Vec<FindingView>,
     pub summary: String,
     pub overhead: String,
+    pub overhead_table: TableView,
+    pub passes: TableView,
+    pub manifest: TableView,
+    pub snapshot: TableView,
+    pub missing: Vec<String>,
     pub inputs: TableView,
     pub model_config: Option<String>,
     pub command: Option<String>,
@@ -624,6 +629,99 @@ impl RunView {
             ]);
         }
 
+        // Capture: overhead against the baseline, passes with their command lines, manifest.
+        let mut overhead_table = TableView::new(&[
+            ("Pass", false),
+            ("Stage", false),
+            ("Baseline median (ms)", true),
+            ("Profiled median (ms)", true),
+            ("Overhead (%)", true),
+        ]);
+        let mut passes = TableView::new(&[
+            ("Pass", false),
+            ("Wall (s)", true),
+            ("Result", false),
+            ("Command", false),
+        ]);
+        let mut manifest =
+            TableView::new(&[("Artifact", false), ("Bytes", true), ("sha256", false)]);
+        let mut snapshot = TableView::new(&[("", false), ("", false)]);
+        let mut missing = Vec::new();
+        let overhead = match &b.capture {
+            Some(c) => {
+                for o in &c.overhead {
+                    overhead_table.row(vec![
+                        o.pass.clone(),
+                        o.stage.clone(),
+                        msf(o.baseline_median_ns),
+                        msf(o.profiled_median_ns),
+                        format!("{:+.1}", o.overhead_pct),
+                    ]);
+                }
+                for p in &c.passes {
+                    passes.row(vec![
+                        p.name.clone(),
+                        format!("{:.1}", p.wall_ns as f64 / 1e9),
+                        if p.ok {
+                            "ok".into()
+                        } else {
+                            format!("failed: {}", p.note.clone().unwrap_or_default())
+                        },
+                        p.command.join(" "),
+                    ]);
+                }
+                for m in &c.manifest {
+                    manifest.row(vec![m.path.clone(), thousands(m.bytes), m.sha256.clone()]);
+                }
+                let e = &c.snapshot;
+                for (k, v) in [
+                    ("llmprof", Some(e.llmprof.clone())),
+                    ("Python", e.python.clone()),
+                    ("torch", e.torch.clone()),
+                    ("transformers", e.transformers.clone()),
+                    ("CUDA", e.cuda.clone()),
+                    ("GPU", e.gpu.clone()),
+                    ("GPU UUID", e.gpu_uuid.clone()),
+                    ("Driver", e.driver.clone()),
+                    (
+                        "Power limit (W)",
+                        e.power_limit_w.map(|w| format!("{w:.0}")),
+                    ),
+                    (
+                        "SM clock max (MHz)",
+                        e.sm_clock_max_mhz.map(|v| v.to_string()),
+                    ),
+                    (
+                        "Memory clock max (MHz)",
+                        e.mem_clock_max_mhz.map(|v| v.to_string()),
+                    ),
+                    ("MIG mode", e.mig_mode.clone()),
+                    ("Device index", e.device_index.map(|v| v.to_string())),
+                ] {
+                    if let Some(v) = v.filter(|v| !v.is_empty()) {
+                        snapshot.row(vec![k.into(), v]);
+                    }
+                }
+                for (tool, v) in &e.tools {
+                    snapshot.row(vec![tool.clone(), v.clone()]);
+                }
+                missing = c.missing.clone();
+                match &c.baseline {
+                    Some(base) => format!(
+                        "Each profiled pass is compared with an unprofiled baseline of {} \
+                         iteration(s) (iteration time varies {:.1}% between repeats, std/mean). \
+                         Timings from a pass with high overhead are inflated by the profiler.",
+                        base.iterations, base.iteration_cv_pct
+                    ),
+                    None => "No baseline pass ran, so the profilers' overhead is unknown.".into(),
+                }
+            }
+            None => "Not measured: this run was ingested from existing captures, so there is no \
+                     unprofiled baseline to compare with. Profiled timings include the \
+                     profilers' own overhead (CUPTI tracing slows kernel launches)."
+                .into(),
+        };
+
         RunView {
             run_id: b.run_id.clone(),
             title,
@@ -645,10 +743,12 @@ impl RunView {
             kernels_total,
             findings,
             summary,
-            overhead: "Not measured: this run was ingested from existing captures, so there is no \
-                       unprofiled baseline to compare with. Profiled timings include the \
-                       profilers' own overhead (CUPTI tracing slows kernel launches)."
-                .into(),
+            overhead,
+            overhead_table,
+            passes,
+            manifest,
+            snapshot,
+            missing,
             inputs,
             model_config: b
                 .model

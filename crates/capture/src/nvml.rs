@@ -1,0 +1,109 @@
+//! NVML sampling on its own thread: power, clocks, utilization, memory, temperature and
+//! throttle reasons every few milliseconds, on the host's UTC clock so samples line up with the
+//! stage windows the workload records.
+//!
+//! On a machine without a GPU `Nvml::init()` fails (the library cannot be loaded): that is the
+//! CPU-only path, reported as "NVML unavailable", never a crash.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use llmprof_bundle::{EnvSnapshot, NvmlSeries};
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::Nvml;
+
+/// UTC ns since the epoch.
+pub fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// Facts NVML reports about `index`, for the environment snapshot.
+pub fn snapshot(index: u32) -> Result<EnvSnapshot, String> {
+    let nvml = Nvml::init().map_err(|e| format!("NVML unavailable: {e}"))?;
+    let dev = nvml
+        .device_by_index(index)
+        .map_err(|e| format!("GPU {index}: {e}"))?;
+    let mig = dev.mig_mode().ok().map(|m| {
+        if m.current == 1 {
+            "enabled"
+        } else {
+            "disabled"
+        }
+        .to_string()
+    });
+    Ok(EnvSnapshot {
+        gpu: dev.name().ok(),
+        gpu_uuid: dev.uuid().ok(),
+        driver: nvml.sys_driver_version().ok(),
+        cuda: nvml
+            .sys_cuda_driver_version()
+            .ok()
+            .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10)),
+        power_limit_w: dev.enforced_power_limit().ok().map(|mw| mw as f64 / 1000.0),
+        sm_clock_max_mhz: dev.max_clock_info(Clock::SM).ok(),
+        mem_clock_max_mhz: dev.max_clock_info(Clock::Memory).ok(),
+        mig_mode: mig,
+        device_index: Some(index),
+        ..EnvSnapshot::default()
+    })
+}
+
+/// A running sampler; [`Sampler::stop`] returns the series.
+#[derive(Debug)]
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<NvmlSeries>,
+}
+
+impl Sampler {
+    /// Starts sampling GPU `index` every `interval`; `Err` when NVML cannot be used.
+    pub fn start(index: u32, interval: Duration) -> Result<Sampler, String> {
+        let nvml = Nvml::init().map_err(|e| format!("NVML unavailable: {e}"))?;
+        // Fail early, on this thread, if the device is not there.
+        nvml.device_by_index(index)
+            .map_err(|e| format!("GPU {index}: {e}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut s = NvmlSeries {
+                interval_ms: interval.as_millis() as u32,
+                ..NvmlSeries::default()
+            };
+            let Ok(dev) = nvml.device_by_index(index) else {
+                return s;
+            };
+            while !flag.load(Ordering::Relaxed) {
+                s.t_ns.push(now_ns());
+                s.power_mw.push(dev.power_usage().unwrap_or(0));
+                s.sm_clock_mhz.push(dev.clock_info(Clock::SM).unwrap_or(0));
+                s.mem_clock_mhz
+                    .push(dev.clock_info(Clock::Memory).unwrap_or(0));
+                let util = dev.utilization_rates().ok();
+                s.gpu_util_pct.push(util.as_ref().map_or(0, |u| u.gpu));
+                s.mem_util_pct.push(util.as_ref().map_or(0, |u| u.memory));
+                s.mem_used_bytes
+                    .push(dev.memory_info().map(|m| m.used).unwrap_or(0));
+                s.temp_c
+                    .push(dev.temperature(TemperatureSensor::Gpu).unwrap_or(0));
+                s.throttle_reasons.push(
+                    dev.current_throttle_reasons()
+                        .map(|r| r.bits())
+                        .unwrap_or(0),
+                );
+                std::thread::sleep(interval);
+            }
+            s
+        });
+        Ok(Sampler { stop, handle })
+    }
+
+    pub fn stop(self) -> NvmlSeries {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}

@@ -1,0 +1,247 @@
+//! Capture targets (`configs/*.toml`): the model, the inputs and how to run it. A new model needs
+//! only a new file.
+//!
+//! ```toml
+//! name = "qwen2.5-0.5b"
+//! [model]                     # random weights from `config`, or `path` = a local checkpoint
+//! dtype = "bfloat16"
+//! attn_implementation = "sdpa"
+//! [model.config]              # a Hugging Face config.json, inline
+//! model_type = "qwen2"
+//! hidden_size = 896
+//! [inputs]
+//! prompt_tokens = 512
+//! max_new_tokens = 64
+//! batch_size = 1
+//! [stages.modules]            # optional NVTX sub-stages by module path
+//! sam = "model.vision_tower.sam_encoder"
+//! [run]
+//! warmup = 2
+//! repeats = 3
+//! python = "python3"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::CaptureError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub model: ModelSpec,
+    pub inputs: Inputs,
+    #[serde(default)]
+    pub stages: Stages,
+    #[serde(default)]
+    pub run: RunSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// A Hugging Face config for random weights (the default: nothing is downloaded).
+    #[serde(default)]
+    pub config: Option<serde_json::Value>,
+    /// A local checkpoint directory (`from_pretrained(path)`).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    #[serde(default = "default_dtype")]
+    pub dtype: String,
+    #[serde(default)]
+    pub attn_implementation: Option<String>,
+}
+
+fn default_dtype() -> String {
+    "bfloat16".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inputs {
+    pub prompt_tokens: u64,
+    pub max_new_tokens: u64,
+    #[serde(default = "one")]
+    pub batch_size: u64,
+    /// A folder of document images (OCR targets).
+    #[serde(default)]
+    pub images: Option<PathBuf>,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stages {
+    /// Sub-stage name -> module path, marked with NVTX and `record_function` by forward hooks.
+    #[serde(default)]
+    pub modules: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    #[serde(default = "two")]
+    pub warmup: u64,
+    #[serde(default = "three")]
+    pub repeats: u64,
+    /// The Python interpreter that has torch and transformers.
+    #[serde(default = "python")]
+    pub python: String,
+    /// Seconds one pass may run before it is stopped.
+    #[serde(default = "timeout")]
+    pub timeout_s: u64,
+}
+
+fn two() -> u64 {
+    2
+}
+fn three() -> u64 {
+    3
+}
+fn python() -> String {
+    "python3".into()
+}
+fn timeout() -> u64 {
+    900
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        RunSpec {
+            warmup: two(),
+            repeats: three(),
+            python: python(),
+            timeout_s: timeout(),
+        }
+    }
+}
+
+impl Target {
+    /// Reads and validates a target file.
+    pub fn load(path: &Path) -> Result<Target, CaptureError> {
+        let err = |message: String| CaptureError::Target {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read ({e})")))?;
+        let target: Target = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        target.validate().map_err(err)?;
+        Ok(target)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("`name` is empty".into());
+        }
+        match (&self.model.config, &self.model.path) {
+            (None, None) => {
+                return Err(
+                    "[model] needs `config` (random weights) or `path` (a checkpoint)".into(),
+                )
+            }
+            (Some(_), Some(_)) => {
+                return Err("[model] has both `config` and `path`: pick one".into())
+            }
+            (Some(c), None) => {
+                if c.get("model_type").and_then(|v| v.as_str()).is_none() {
+                    return Err("[model.config] has no `model_type`".into());
+                }
+            }
+            (None, Some(p)) => {
+                if !p.join("config.json").is_file() {
+                    return Err(format!(
+                        "model path `{}` has no config.json: is it a Hugging Face checkpoint?",
+                        p.display()
+                    ));
+                }
+            }
+        }
+        if !matches!(
+            self.model.dtype.as_str(),
+            "bfloat16" | "float16" | "float32"
+        ) {
+            return Err(format!(
+                "[model] dtype `{}`: use bfloat16, float16 or float32",
+                self.model.dtype
+            ));
+        }
+        let i = &self.inputs;
+        if i.prompt_tokens == 0 || i.max_new_tokens == 0 || i.batch_size == 0 {
+            return Err("[inputs] prompt_tokens, max_new_tokens and batch_size must be > 0".into());
+        }
+        if let Some(images) = &i.images {
+            if !images.is_dir() {
+                return Err(format!(
+                    "[inputs] images folder `{}` does not exist",
+                    images.display()
+                ));
+            }
+        }
+        if self.run.repeats == 0 {
+            return Err("[run] repeats must be > 0".into());
+        }
+        Ok(())
+    }
+
+    /// The model config to store with the run (inline config, or the checkpoint's).
+    pub fn model_config(&self) -> Option<serde_json::Value> {
+        if let Some(c) = &self.model.config {
+            return Some(c.clone());
+        }
+        let p = self.model.path.as_ref()?.join("config.json");
+        serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../configs")
+            .join(name)
+    }
+
+    #[test]
+    fn shipped_targets_load() {
+        for name in ["qwen2.5-0.5b.toml", "qwen3-moe-small.toml"] {
+            let t = Target::load(&shipped(name)).unwrap();
+            assert!(t.model_config().is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_targets_say_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |body: &str| {
+            let p = dir.path().join("t.toml");
+            std::fs::write(&p, body).unwrap();
+            p
+        };
+        let cases = [
+            ("name = \"x\"\n[model]\n[inputs]\nprompt_tokens = 1\nmax_new_tokens = 1\n", "needs `config`"),
+            ("name = \"x\"\n[model]\ndtype = \"int3\"\n[model.config]\nmodel_type = \"qwen2\"\n[inputs]\nprompt_tokens = 1\nmax_new_tokens = 1\n", "dtype"),
+            ("name = \"x\"\n[model.config]\nmodel_type = \"qwen2\"\n[inputs]\nprompt_tokens = 0\nmax_new_tokens = 1\n", "> 0"),
+            ("name = \"x\"\nbogus = 1\n", "unknown field"),
+            ("not toml at all [", "TOML"),
+        ];
+        for (body, says) in cases {
+            let e = Target::load(&write(body)).unwrap_err().to_string();
+            assert!(
+                e.contains("t.toml") && e.to_lowercase().contains(&says.to_lowercase()),
+                "{e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Reading what the driver wrote: host timings per pass (`baseline.json`, `kineto_timing.json`,
+//! `nsys_timing.json`: `{"iterations": [{"prefill_ns", "decode_ns", "decode_step_ns": [..],
+//! "total_ns"}]}`), counted FLOPs (`flops.json`: stage -> FLOPs per instance) and versions
+//! (`metadata.json` `"versions"`). Missing or malformed files read as absent.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use llmprof_bundle::{Distribution, EnvSnapshot, Overhead, StageTimings};
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+struct TimingFile {
+    #[serde(default)]
+    iterations: Vec<Iteration>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+struct Iteration {
+    #[serde(default)]
+    prefill_ns: Option<u64>,
+    #[serde(default)]
+    decode_ns: Option<u64>,
+    #[serde(default)]
+    decode_step_ns: Vec<u64>,
+    #[serde(default)]
+    total_ns: Option<u64>,
+}
+
+/// The timings of every pass that wrote them.
+#[derive(Debug, Default, Clone)]
+pub struct Timings {
+    pub baseline: Option<StageTimings>,
+    pub profiled: Vec<(String, StageTimings)>,
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+fn summarize(iters: &[Iteration]) -> Option<StageTimings> {
+    if iters.is_empty() {
+        return None;
+    }
+    let mut prefill: Vec<u64> = iters.iter().filter_map(|i| i.prefill_ns).collect();
+    let mut decode: Vec<u64> = iters.iter().filter_map(|i| i.decode_ns).collect();
+    let mut steps: Vec<u64> = iters
+        .iter()
+        .flat_map(|i| i.decode_step_ns.clone())
+        .collect();
+    let mut totals: Vec<u64> = iters.iter().filter_map(|i| i.total_ns).collect();
+    let total = Distribution::from_samples(&mut totals);
+    Some(StageTimings {
+        iterations: iters.len() as u64,
+        prefill: Distribution::from_samples(&mut prefill),
+        decode: Distribution::from_samples(&mut decode),
+        decode_step: Distribution::from_samples(&mut steps),
+        iteration_cv_pct: if total.mean_ns > 0.0 {
+            total.std_ns / total.mean_ns * 100.0
+        } else {
+            0.0
+        },
+    })
+}
+
+/// Reads the timing files under `raw/<pass>/`.
+pub fn read_all(raw: &Path) -> Timings {
+    let file = |pass: &str, name: &str| -> Option<StageTimings> {
+        let f: TimingFile = read_json(&raw.join(pass).join(name))?;
+        summarize(&f.iterations)
+    };
+    let mut t = Timings {
+        baseline: file("baseline", "baseline.json"),
+        profiled: Vec::new(),
+    };
+    for (pass, name) in [
+        ("kineto", "kineto_timing.json"),
+        ("nsys", "nsys_timing.json"),
+    ] {
+        if let Some(s) = file(pass, name) {
+            t.profiled.push((pass.to_string(), s));
+        }
+    }
+    t
+}
+
+impl Timings {
+    /// Per profiled pass and stage: the median against the baseline median.
+    pub fn overhead(&self) -> Vec<Overhead> {
+        let Some(base) = &self.baseline else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (pass, s) in &self.profiled {
+            for (stage, b, p) in [
+                ("prefill", &base.prefill, &s.prefill),
+                ("decode", &base.decode, &s.decode),
+                ("decode step", &base.decode_step, &s.decode_step),
+            ] {
+                if b.count == 0 || p.count == 0 || b.median_ns <= 0.0 {
+                    continue;
+                }
+                out.push(Overhead {
+                    pass: pass.clone(),
+                    stage: stage.into(),
+                    baseline_median_ns: b.median_ns,
+                    profiled_median_ns: p.median_ns,
+                    overhead_pct: (p.median_ns - b.median_ns) / b.median_ns * 100.0,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// `flops.json` of the flops pass: stage -> FLOPs per instance.
+pub fn counted_flops(raw: &Path) -> BTreeMap<String, f64> {
+    read_json::<BTreeMap<String, f64>>(&raw.join("flops/flops.json"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, v)| v.is_finite() && *v > 0.0)
+        .collect()
+}
+
+/// Python, torch, transformers and CUDA versions the driver recorded (any pass).
+pub fn versions_into(raw: &Path, snap: &mut EnvSnapshot) {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        versions: BTreeMap<String, serde_json::Value>,
+    }
+    for pass in ["baseline", "kineto", "nsys", "flops"] {
+        let Some(m) = read_json::<Meta>(&raw.join(pass).join("metadata.json")) else {
+            continue;
+        };
+        let get = |k: &str| {
+            m.versions.get(k).and_then(|v| match v {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Null => None,
+                other => Some(other.to_string()),
+            })
+        };
+        snap.python = snap.python.take().or_else(|| get("python"));
+        snap.torch = snap.torch.take().or_else(|| get("torch"));
+        snap.transformers = snap.transformers.take().or_else(|| get("transformers"));
+        if snap.cuda.is_none() {
+            snap.cuda = get("cuda");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overhead_compares_medians() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        let write = |pass: &str, name: &str, prefill: u64| {
+            std::fs::create_dir_all(raw.join(pass)).unwrap();
+            let it = |p: u64| serde_json::json!({"prefill_ns": p, "decode_ns": 10 * p, "decode_step_ns": [p, p], "total_ns": 11 * p});
+            let doc = serde_json::json!({"iterations": [it(prefill), it(prefill), it(prefill)]});
+            std::fs::write(raw.join(pass).join(name), doc.to_string()).unwrap();
+        };
+        write("baseline", "baseline.json", 100);
+        write("nsys", "nsys_timing.json", 125);
+        let t = read_all(raw);
+        let o = t.overhead();
+        let prefill = o.iter().find(|o| o.stage == "prefill").unwrap();
+        assert_eq!(
+            (prefill.pass.as_str(), prefill.overhead_pct),
+            ("nsys", 25.0)
+        );
+        assert_eq!(t.baseline.unwrap().iteration_cv_pct, 0.0);
+        assert!(counted_flops(raw).is_empty());
+    }
+}

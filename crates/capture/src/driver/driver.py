@@ -1,0 +1,962 @@
+#!/usr/bin/env python3
+"""llmprof workload driver: one LLM inference workload, run for one capture pass.
+
+Usage: python3 driver.py PLAN.json
+
+The Rust side (llmprof capture) embeds this file and runs it with the target's interpreter, once
+per pass, each time in a fresh process:
+
+  baseline  no profiler, no stage markers: host timings of `repeats` iterations -> baseline.json
+  kineto    one iteration under torch.profiler (CPU + CUDA) -> kineto_trace.json,
+            kineto_timing.json
+  nsys      `repeats` iterations with NVTX stage ranges (run under `nsys profile`)
+            -> nsys_timing.json
+  flops     one iteration under FlopCounterMode, FLOPs per stage -> flops.json
+
+Every pass merges what it learned into metadata.json (the RunMetadata the Rust side reads).
+
+One iteration = `prefill` (a forward over the prompt with the KV cache and logits_to_keep=1, as
+generate() does, plus the greedy pick of the first new token) then `decode`: a driven loop of
+max_new_tokens steps, each one forward of [batch, 1] with the cache and a greedy argmax. It never
+stops at EOS. Stages are marked with NVTX ranges (Nsight) and torch.profiler.record_function
+(PyTorch profiler); torch.cuda.synchronize() runs inside each stage before it closes, so a stage's
+wall time includes its GPU work. Optional sub-stages (plan["stages"]["modules"]) are marked by
+forward pre/post hooks on those modules.
+
+Standard library + torch + transformers only. torch and transformers are imported after the plan
+is checked, so a bad plan is reported even where they are missing.
+
+Exit codes: 0 done; 2 bad plan or unusable environment (missing keys, unknown model_type, no
+torch, no CUDA); 3 crash during the run (what was measured so far is still written).
+"""
+
+import contextlib
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+import warnings
+
+DRIVER_VERSION = 1
+EXIT_OK = 0
+EXIT_BAD_PLAN = 2
+EXIT_CRASH = 3
+
+PASSES = ("baseline", "kineto", "nsys", "flops")
+DTYPES = ("bfloat16", "float16", "float32")
+STAGE_PREFILL = "prefill"
+STAGE_DECODE = "decode"
+WARMUP_PREFIX = "warmup_"
+FLOPS_SOURCE = "torch.utils.flop_counter.FlopCounterMode"
+CUDA_MISSING = "CUDA is not available: capture needs an NVIDIA GPU"
+# Test mode only: run on the CPU (no CUDA, no NVTX meaning), so the driver's logic can be tested
+# on a machine without a GPU. Never set by llmprof capture.
+CPU_TEST_ENV = "LLMPROF_DRIVER_CPU"
+
+
+def cpu_test_mode():
+    return os.environ.get(CPU_TEST_ENV) == "1"
+
+
+def log(msg):
+    print("llmprof-driver: " + msg, file=sys.stderr, flush=True)
+
+
+class PlanError(Exception):
+    """The plan or the environment cannot be used: exit code 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan
+
+
+class Plan:
+    """The checked plan. Only the standard library is needed to build it."""
+
+    TOP_KEYS = {
+        "pass", "out_dir", "model", "inputs", "stages", "warmup", "repeats", "device",
+        "warmup_decode_steps", "sync_each_step",
+    }
+    MODEL_KEYS = {"config", "path", "dtype", "attn_implementation"}
+    INPUT_KEYS = {"prompt_tokens", "max_new_tokens", "batch_size", "seed"}
+    STAGE_KEYS = {"modules"}
+
+    def __init__(self, raw):
+        if not isinstance(raw, dict):
+            raise PlanError("the plan must be a JSON object")
+        _unknown(raw, self.TOP_KEYS, "plan")
+
+        self.pass_name = _req(raw, "pass", str, "plan")
+        if self.pass_name not in PASSES:
+            raise PlanError(f"plan.pass must be one of {', '.join(PASSES)}, not {self.pass_name!r}")
+        self.out_dir = _req(raw, "out_dir", str, "plan")
+        if not os.path.isabs(self.out_dir):
+            raise PlanError(f"plan.out_dir must be an absolute path, not {self.out_dir!r}")
+
+        model = _req(raw, "model", dict, "plan")
+        _unknown(model, self.MODEL_KEYS, "plan.model")
+        self.config = model.get("config")
+        self.path = model.get("path")
+        if (self.config is None) == (self.path is None):
+            raise PlanError("plan.model needs exactly one of `config` (an HF config object) and "
+                            "`path` (a local checkpoint directory)")
+        if self.config is not None:
+            if not isinstance(self.config, dict):
+                raise PlanError("plan.model.config must be a JSON object (an HF config dict)")
+            mt = self.config.get("model_type")
+            if not isinstance(mt, str) or not mt:
+                raise PlanError("plan.model.config.model_type is missing (e.g. \"qwen2\")")
+        if self.path is not None:
+            if not isinstance(self.path, str) or not self.path:
+                raise PlanError("plan.model.path must be a string")
+            if not os.path.isdir(self.path):
+                raise PlanError(f"plan.model.path {self.path!r} is not a directory")
+            if not os.path.isfile(os.path.join(self.path, "config.json")):
+                raise PlanError(f"plan.model.path {self.path!r} has no config.json")
+        self.dtype = _opt(model, "dtype", str, "plan.model", "bfloat16")
+        if self.dtype not in DTYPES:
+            raise PlanError(f"plan.model.dtype must be one of {', '.join(DTYPES)}, "
+                            f"not {self.dtype!r}")
+        self.attn_implementation = _opt(model, "attn_implementation", str, "plan.model", None)
+
+        inputs = _req(raw, "inputs", dict, "plan")
+        _unknown(inputs, self.INPUT_KEYS, "plan.inputs")
+        self.prompt_tokens = _int(inputs, "prompt_tokens", "plan.inputs", None, 1)
+        self.max_new_tokens = _int(inputs, "max_new_tokens", "plan.inputs", None, 0)
+        self.batch_size = _int(inputs, "batch_size", "plan.inputs", 1, 1)
+        self.seed = _int(inputs, "seed", "plan.inputs", 0, 0)
+
+        stages = _opt(raw, "stages", dict, "plan", {}) or {}
+        _unknown(stages, self.STAGE_KEYS, "plan.stages")
+        modules = _opt(stages, "modules", dict, "plan.stages", {}) or {}
+        self.modules = {}
+        reserved = {STAGE_PREFILL, STAGE_DECODE}
+        for name, path in modules.items():
+            if not name or name in reserved or name.startswith(WARMUP_PREFIX):
+                raise PlanError(f"plan.stages.modules: {name!r} cannot name a sub-stage (empty, "
+                                f"`prefill`, `decode` and `{WARMUP_PREFIX}*` are taken)")
+            if not isinstance(path, str) or not path:
+                raise PlanError(f"plan.stages.modules.{name} must be a module path such as "
+                                "\"model.vision_tower.sam_encoder\"")
+            self.modules[name] = path
+
+        self.warmup = _int(raw, "warmup", "plan", 2, 0)
+        self.repeats = _int(raw, "repeats", "plan", 3, 1)
+        self.device = _int(raw, "device", "plan", 0, 0)
+        self.warmup_decode_steps = _int(raw, "warmup_decode_steps", "plan",
+                                        self.max_new_tokens, 0)
+        self.sync_each_step = _opt(raw, "sync_each_step", bool, "plan", False)
+
+
+def _type_name(t):
+    return {dict: "an object", str: "a string", int: "an integer", bool: "true or false"}.get(
+        t, t.__name__)
+
+
+def _check_type(value, typ, where):
+    ok = isinstance(value, typ) and not (typ is int and isinstance(value, bool))
+    if not ok:
+        raise PlanError(f"{where} must be {_type_name(typ)}, not {json.dumps(value)}")
+    return value
+
+
+def _req(d, key, typ, where):
+    if key not in d or d[key] is None:
+        raise PlanError(f"{where}.{key} is missing")
+    return _check_type(d[key], typ, f"{where}.{key}")
+
+
+def _opt(d, key, typ, where, default):
+    if d.get(key) is None:
+        return default
+    return _check_type(d[key], typ, f"{where}.{key}")
+
+
+def _int(d, key, where, default, minimum):
+    if d.get(key) is None:
+        if default is None:
+            raise PlanError(f"{where}.{key} is missing")
+        return default
+    v = _check_type(d[key], int, f"{where}.{key}")
+    if v < minimum:
+        raise PlanError(f"{where}.{key} must be at least {minimum}, not {v}")
+    return v
+
+
+def _unknown(d, known, where):
+    extra = sorted(k for k in d if k not in known and not k.startswith("_"))
+    if extra:
+        raise PlanError(f"{where} has unknown key(s) {', '.join(extra)}; known: "
+                        f"{', '.join(sorted(known))} (keys starting with `_` are ignored)")
+
+
+def load_plan(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+    except OSError as e:
+        raise PlanError(f"cannot read the plan {path!r}: {e.strerror or e}") from e
+    except ValueError as e:
+        raise PlanError(f"the plan {path!r} is not valid JSON: {e}") from e
+    return Plan(raw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output files
+
+
+def write_json(path, obj):
+    """Write atomically (temp file + rename), so a reader never sees half a file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=False, allow_nan=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_json_object(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+        return obj if isinstance(obj, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+class Metadata:
+    """metadata.json: merged with what earlier passes wrote. RunMetadata keys (batch_size,
+    prompt_tokens, image_tokens, decode_steps, prefill_logits, counted_flops,
+    counted_flops_source) plus keys the Rust side may ignore."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.path = os.path.join(plan.out_dir, "metadata.json")
+        existing = read_json_object(self.path)
+        if existing is None and os.path.exists(self.path):
+            log(f"warning: {self.path} is not a JSON object; starting it afresh")
+        self.data = existing or {}
+        self.notes = []
+
+    def note(self, text):
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def pass_record(self):
+        passes = self.data.setdefault("passes", {})
+        if not isinstance(passes, dict):
+            passes = self.data["passes"] = {}
+        return passes.setdefault(self.plan.pass_name, {})
+
+    def flush(self):
+        d = self.data
+        p = self.plan
+        d["driver_version"] = DRIVER_VERSION
+        d["batch_size"] = p.batch_size
+        d["prompt_tokens"] = p.prompt_tokens
+        d.setdefault("image_tokens", 0)
+        d["max_new_tokens"] = p.max_new_tokens
+        d["seed"] = p.seed
+        d["dtype"] = p.dtype
+        old = d.get("notes") if isinstance(d.get("notes"), list) else []
+        d["notes"] = old + [n for n in self.notes if n not in old]
+        write_json(self.path, d)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage markers: how a stage is made visible to the pass's observer.
+
+
+class NullMarker:
+    """baseline: nothing marked (the workload as a user would run it)."""
+
+    def begin(self, name):
+        pass
+
+    def end(self, name):
+        pass
+
+
+class ProfilerMarker:
+    """kineto and nsys: an NVTX range (Nsight) and a record_function (PyTorch profiler)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.stack = []
+
+    def begin(self, name):
+        self.torch.cuda.nvtx.range_push(name)
+        rf = self.torch.profiler.record_function(name)
+        rf.__enter__()
+        self.stack.append((name, rf))
+
+    def end(self, name):
+        # Close down to `name`: a hook whose forward raised leaves no range open behind it.
+        while self.stack:
+            top, rf = self.stack.pop()
+            rf.__exit__(None, None, None)
+            self.torch.cuda.nvtx.range_pop()
+            if top == name:
+                break
+
+
+class FlopMarker:
+    """flops: the counter's running total at each begin/end gives each stage's FLOPs. Nested
+    stages (a sub-stage inside prefill) count toward both."""
+
+    def __init__(self):
+        self.counter = None
+        self.stack = []
+        self.totals = {}     # stage -> FLOPs over all its instances
+        self.instances = {}  # stage -> instances seen
+        self.by_parent = {}  # sub-stage -> {enclosing top stage: FLOPs}
+        self.inst_by_parent = {}  # sub-stage -> {enclosing top stage: instances}
+
+    def reset(self, counter):
+        self.counter = counter
+        self.stack = []
+        self.totals = {}
+        self.instances = {}
+        self.by_parent = {}
+        self.inst_by_parent = {}
+
+    def _now(self):
+        return self.counter.get_total_flops() if self.counter is not None else 0
+
+    def begin(self, name):
+        self.stack.append((name, self._now()))
+
+    def end(self, name):
+        while self.stack:
+            top, start = self.stack.pop()
+            flops = self._now() - start
+            self.totals[top] = self.totals.get(top, 0) + flops
+            self.instances[top] = self.instances.get(top, 0) + 1
+            if self.stack and top not in (STAGE_PREFILL, STAGE_DECODE):
+                parent = self.stack[0][0]
+                bp = self.by_parent.setdefault(top, {})
+                bp[parent] = bp.get(parent, 0) + flops
+                ip = self.inst_by_parent.setdefault(top, {})
+                ip[parent] = ip.get(parent, 0) + 1
+            if top == name:
+                break
+
+
+# ---------------------------------------------------------------------------------------------
+# The workload
+
+
+class TextWorkload:
+    """Random prompt token ids for a decoder LM; a vision-language workload would subclass this
+    to add pixel values (and image_tokens) to the prefill inputs."""
+
+    kind = "text"
+    image_tokens = 0
+
+    def __init__(self, torch, model, plan, device):
+        self.torch = torch
+        emb = model.get_input_embeddings()
+        vocab = getattr(emb, "num_embeddings", None)
+        if vocab is None:
+            vocab = model.config.get_text_config().vocab_size
+        self.vocab = int(vocab)
+        if self.vocab < 2:
+            raise PlanError(f"the model's vocabulary has {self.vocab} entries")
+        gen = torch.Generator(device=device)
+        gen.manual_seed(plan.seed)
+        # [0, vocab-1): never the last id, which some tokenizers reserve.
+        self.input_ids = torch.randint(0, self.vocab - 1, (plan.batch_size, plan.prompt_tokens),
+                                       generator=gen, device=device, dtype=torch.long)
+
+    def prefill_kwargs(self):
+        return {"input_ids": self.input_ids}
+
+
+def make_workload(torch, model, plan, device):
+    # The place to pick a vision-language workload (pixel values, image tokens) by model type.
+    return TextWorkload(torch, model, plan, device)
+
+
+class Runner:
+    """Runs iterations of prefill + driven decode with a given stage marker."""
+
+    def __init__(self, torch, model, workload, plan, logits_kw):
+        self.torch = torch
+        self.model = model
+        self.workload = workload
+        self.plan = plan
+        self.logits_kw = logits_kw  # {"logits_to_keep": 1} where the forward takes it
+        self.marker = NullMarker()
+        self.warm = False           # warm-up iterations name their ranges warmup_*
+        self.hooks = []
+        self.prefill_logits = None
+        self.sync = (lambda: None) if cpu_test_mode() else torch.cuda.synchronize
+
+    def stage_name(self, name):
+        return WARMUP_PREFIX + name if self.warm else name
+
+    def resolve_modules(self, modules):
+        """The sub-stage modules by key; a path the model lacks is a plan error."""
+        found = {}
+        for key, path in modules.items():
+            try:
+                found[key] = self.model.get_submodule(path)
+            except AttributeError as e:
+                top = ", ".join(n for n, _ in self.model.named_children())
+                raise PlanError(f"plan.stages.modules.{key}: the model has no module {path!r} "
+                                f"({e}); its top-level modules: {top}") from e
+        return found
+
+    def install_hooks(self, modules):
+        """Sub-stages: forward pre/post hooks that open/close the marker's range."""
+        for key, mod in self.resolve_modules(modules).items():
+
+            def pre(_m, _args, key=key):
+                self.marker.begin(self.stage_name(key))
+
+            def post(_m, _args, _out, key=key):
+                self.marker.end(self.stage_name(key))
+
+            self.hooks.append(mod.register_forward_pre_hook(pre))
+            self.hooks.append(mod.register_forward_hook(post, always_call=True))
+
+    @contextlib.contextmanager
+    def stage(self, name):
+        name = self.stage_name(name)
+        self.marker.begin(name)
+        try:
+            yield
+            self.sync()
+        finally:
+            self.marker.end(name)
+
+    def iteration(self, decode_steps, record=None):
+        """One prefill + decode_steps decode steps. Host times in ns, taken with
+        perf_counter_ns(); no synchronize except at the end of each stage (and after each step
+        with sync_each_step). `record` (a dict) is filled as the iteration goes, so a crash
+        leaves what was measured."""
+        torch = self.torch
+        now = time.perf_counter_ns
+        rec = {} if record is None else record
+        sync_each = self.plan.sync_each_step
+        with torch.no_grad():
+            t0 = now()
+            with self.stage(STAGE_PREFILL):
+                out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
+                                 **self.logits_kw)
+                tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+            t1 = now()
+            rec["prefill_ns"] = t1 - t0
+            if self.prefill_logits is None:
+                self.prefill_logits = int(out.logits.shape[1])
+            cache = out.past_key_values
+            del out
+            steps = rec["decode_step_ns"] = []
+            if decode_steps > 0:
+                start = t1  # so the steps add up to decode_ns exactly
+                with self.stage(STAGE_DECODE):
+                    for _ in range(decode_steps):
+                        out = self.model(input_ids=tok, past_key_values=cache, use_cache=True)
+                        cache = out.past_key_values
+                        tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                        del out
+                        if sync_each:
+                            self.sync()
+                        t = now()
+                        steps.append(t - start)
+                        start = t
+                t2 = now()
+                # Without per-step syncs the last step waits for the GPU inside the stage's
+                # synchronize: fold that wait into it, so the steps add up to decode_ns.
+                steps[-1] += t2 - start
+                rec["decode_ns"] = t2 - t1
+            else:
+                t2 = t1
+                rec["decode_ns"] = 0
+            rec["total_ns"] = t2 - t0
+        del cache
+        return rec
+
+
+# ---------------------------------------------------------------------------------------------
+# Model construction
+
+
+def import_stack():
+    try:
+        import torch  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - any import failure means no usable torch
+        raise PlanError(f"cannot import torch with {sys.executable}: {e}") from e
+    try:
+        import transformers  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        raise PlanError(f"cannot import transformers with {sys.executable}: {e}") from e
+    import torch
+    import transformers
+    return torch, transformers
+
+
+def make_config(transformers, config):
+    rest = dict(config)
+    model_type = rest.pop("model_type")
+    mapping = transformers.CONFIG_MAPPING
+    if model_type not in mapping:
+        near = sorted(k for k in mapping.keys() if model_type.split("_")[0] in k)[:12]
+        hint = f"; similar: {', '.join(near)}" if near else ""
+        raise PlanError(f"unknown model_type {model_type!r} for transformers "
+                        f"{transformers.__version__}{hint}")
+    try:
+        return mapping[model_type](**rest)
+    except Exception as e:  # noqa: BLE001 - the config class validates its own arguments
+        raise PlanError(f"plan.model.config does not make a {model_type} config: "
+                        f"{type(e).__name__}: {e}") from e
+
+
+def model_classes(transformers):
+    # Decoder LMs first; a vision-language model without a causal-LM mapping falls back to
+    # the image-text-to-text class (it is then run on text alone until image inputs exist).
+    names = ("AutoModelForCausalLM", "AutoModelForImageTextToText")
+    return [getattr(transformers, n) for n in names if hasattr(transformers, n)]
+
+
+def build_model(torch, transformers, plan, device, meta, hf_config=None, attn=None):
+    dtype = getattr(torch, plan.dtype)
+    kwargs = {"dtype": dtype}
+    attn = attn or plan.attn_implementation
+    if attn:
+        kwargs["attn_implementation"] = attn
+    last = None
+    if plan.config is not None:
+        cfg = hf_config if hf_config is not None else make_config(transformers, plan.config)
+        for cls in model_classes(transformers):
+            try:
+                with torch.device(device):
+                    model = cls.from_config(cfg, **kwargs)
+                break
+            except ValueError as e:  # "Unrecognized configuration class": try the next class
+                if "Unrecognized configuration class" not in str(e):
+                    raise
+                last = e
+        else:
+            raise PlanError(f"transformers has no causal-LM model for {cfg.model_type!r}: {last}")
+        source = "config (random weights)"
+    else:
+        for cls in model_classes(transformers):
+            try:
+                model = cls.from_pretrained(plan.path, local_files_only=True, **kwargs)
+                break
+            except ValueError as e:
+                if "Unrecognized configuration class" not in str(e):
+                    raise
+                last = e
+        else:
+            raise PlanError(f"transformers has no causal-LM model for {plan.path!r}: {last}")
+        model = model.to(device)
+        source = f"checkpoint {plan.path}"
+    model.eval()
+    if type(model).__name__.endswith(("ForConditionalGeneration", "ForImageTextToText")):
+        meta.note(f"{type(model).__name__} has no causal-LM class; run on text tokens only")
+    return model, source
+
+
+def attn_impl_of(model):
+    return getattr(model.config, "_attn_implementation", None)
+
+
+def switch_attn(model, impl):
+    """Switch the attention implementation in place; returns what the model now uses."""
+    if hasattr(model, "set_attn_implementation"):
+        try:
+            model.set_attn_implementation(impl)
+            return attn_impl_of(model)
+        except Exception:  # noqa: BLE001 - fall back to setting the config field
+            pass
+    for cfg in {id(c): c for c in _all_configs(model)}.values():
+        try:
+            cfg._attn_implementation = impl
+        except Exception:  # noqa: BLE001
+            pass
+    return attn_impl_of(model)
+
+
+def _all_configs(model):
+    for m in model.modules():
+        cfg = getattr(m, "config", None)
+        if cfg is not None and hasattr(cfg, "_attn_implementation"):
+            yield cfg
+
+
+def logits_kwargs(model):
+    import inspect
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return {}
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return {name: 1}
+    return {}
+
+
+def versions(torch, transformers):
+    cudnn = None
+    try:
+        cudnn = torch.backends.cudnn.version()
+    except Exception:  # noqa: BLE001
+        pass
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": cudnn,
+    }
+
+
+def device_info(torch, index):
+    props = torch.cuda.get_device_properties(index)
+    info = {
+        "name": torch.cuda.get_device_name(index),
+        "index": index,
+        "capability": f"{props.major}.{props.minor}",
+        "total_memory_bytes": int(props.total_memory),
+        "multi_processor_count": int(props.multi_processor_count),
+    }
+    uuid = getattr(props, "uuid", None)
+    if uuid is not None:
+        info["uuid"] = str(uuid)
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        info["cuda_visible_devices"] = cvd
+    return info
+
+
+# ---------------------------------------------------------------------------------------------
+# Passes
+
+
+def summarize(iterations):
+    """Mean/median/min/max/n of the stage and decode-step times, in ms."""
+
+    def stats(xs):
+        xs = sorted(xs)
+        if not xs:
+            return None
+        n = len(xs)
+        med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+        return {"mean": sum(xs) / n, "median": med, "min": xs[0], "max": xs[-1], "n": n}
+
+    ms = 1e-6
+    steps = [s * ms for it in iterations for s in it.get("decode_step_ns", [])]
+    out = {
+        "prefill_ms": stats([it["prefill_ns"] * ms for it in iterations if "prefill_ns" in it]),
+        "decode_ms": stats([it["decode_ns"] * ms for it in iterations if "decode_ns" in it]),
+        "total_ms": stats([it["total_ns"] * ms for it in iterations if "total_ns" in it]),
+        "decode_step_ms": stats(steps),
+    }
+    return out
+
+
+def run_timed(ctx, runner, file_name, repeats, profile_cm=None):
+    """Warm-up, then `repeats` measured iterations (under profile_cm when given)."""
+    plan, meta = ctx["plan"], ctx["meta"]
+    doc = {
+        "pass": plan.pass_name,
+        "complete": False,
+        "batch_size": plan.batch_size,
+        "prompt_tokens": plan.prompt_tokens,
+        "max_new_tokens": plan.max_new_tokens,
+        "sync_each_step": plan.sync_each_step,
+        "stage_markers": not isinstance(runner.marker, NullMarker),
+        "warmup_iterations": [],
+        "iterations": [],
+    }
+    path = os.path.join(plan.out_dir, file_name)
+    ctx["partial"] = lambda: write_json(path, doc)
+
+    runner.warm = True
+    for i in range(plan.warmup):
+        log(f"warm-up {i + 1}/{plan.warmup}")
+        rec = {}
+        doc["warmup_iterations"].append(rec)
+        runner.iteration(plan.warmup_decode_steps, rec)
+    runner.warm = False
+
+    cm = profile_cm if profile_cm is not None else contextlib.nullcontext()
+    with cm:
+        for i in range(repeats):
+            log(f"measured {i + 1}/{repeats}")
+            rec = {}
+            doc["iterations"].append(rec)
+            runner.iteration(plan.max_new_tokens, rec)
+    doc["summary"] = summarize(doc["iterations"])
+    doc["complete"] = True
+    write_json(path, doc)
+    ctx["partial"] = None
+    s = doc["summary"]
+    log(f"prefill {s['prefill_ms']['median']:.2f} ms, decode {s['decode_ms']['median']:.2f} ms "
+        f"(median of {repeats}), wrote {file_name}")
+    steps = [plan.max_new_tokens] * repeats if plan.max_new_tokens > 0 else []
+    meta.pass_record()["decode_steps"] = steps
+    meta.data["decode_steps"] = steps
+    return doc
+
+
+def pass_baseline(ctx, runner):
+    ctx["meta"].note("baseline: no profiler and no stage markers (no NVTX, record_function or "
+                     "hooks); the same synchronize points as the other passes")
+    run_timed(ctx, runner, "baseline.json", ctx["plan"].repeats)
+
+
+def pass_nsys(ctx, runner):
+    torch, plan = ctx["torch"], ctx["plan"]
+    runner.marker = ProfilerMarker(torch)
+    runner.install_hooks(plan.modules)
+    ctx["meta"].note("nsys: warm-up iterations use NVTX ranges warmup_prefill/warmup_decode "
+                     "(and warmup_<sub-stage>); measured ranges are prefill/decode/<sub-stage>")
+    run_timed(ctx, runner, "nsys_timing.json", plan.repeats)
+
+
+def pass_kineto(ctx, runner):
+    torch, plan = ctx["torch"], ctx["plan"]
+    from torch.profiler import ProfilerActivity, profile
+    runner.marker = ProfilerMarker(torch)
+    runner.install_hooks(plan.modules)
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+    acts = [ProfilerActivity.CPU] if cpu_test_mode() else [ProfilerActivity.CPU,
+                                                           ProfilerActivity.CUDA]
+    prof = profile(activities=acts, record_shapes=True)
+    run_timed(ctx, runner, "kineto_timing.json", 1, profile_cm=prof)
+    trace = os.path.join(plan.out_dir, "kineto_trace.json")
+    log("exporting kineto_trace.json")
+    t0 = time.perf_counter()
+    prof.export_chrome_trace(trace)
+    log(f"wrote kineto_trace.json ({os.path.getsize(trace) / 1e6:.1f} MB, "
+        f"{time.perf_counter() - t0:.1f} s)")
+    ctx["meta"].pass_record()["trace"] = "kineto_trace.json"
+
+
+def pass_flops(ctx, runner):
+    torch, plan, meta, model = ctx["torch"], ctx["plan"], ctx["meta"], ctx["model"]
+    from torch.utils.flop_counter import FlopCounterMode
+    marker = FlopMarker()
+    runner.marker = marker
+    runner.install_hooks(plan.modules)
+    used = attn_impl_of(model)
+    fallback = None
+    for attempt in (1, 2):
+        log(f"counting FLOPs (attn_implementation={used})")
+        try:
+            with FlopCounterMode(display=False) as counter:
+                marker.reset(counter)
+                runner.iteration(plan.max_new_tokens)
+            break
+        except Exception as e:  # noqa: BLE001 - FlopCounterMode fails on some kernels
+            if attempt == 2 or used == "eager":
+                raise
+            fallback = f"{type(e).__name__}: {e}".strip()
+            log(f"FLOP counting failed with attn_implementation={used} ({fallback}); "
+                "switching to eager attention")
+            runner.sync()
+            used = switch_attn(model, "eager")
+            if used != "eager":
+                raise RuntimeError(f"cannot switch the model to eager attention (it uses {used})")
+    flops = {}
+    detail = {}
+    for stage, total in marker.totals.items():
+        n = marker.instances[stage]
+        flops[stage] = total / n if n else 0.0
+        d = {"total": total, "instances": n}
+        if stage in marker.by_parent:
+            d["by_stage"] = marker.by_parent[stage]
+            d["instances_by_stage"] = marker.inst_by_parent[stage]
+        detail[stage] = d
+    if plan.max_new_tokens > 0 and STAGE_DECODE in detail:
+        detail[STAGE_DECODE]["steps"] = plan.max_new_tokens
+        detail[STAGE_DECODE]["per_step_mean"] = detail[STAGE_DECODE]["total"] / plan.max_new_tokens
+    for key in plan.modules:
+        if key not in flops:
+            meta.note(f"flops: sub-stage {key!r} ({plan.modules[key]}) never ran")
+    write_json(os.path.join(plan.out_dir, "flops.json"), flops)
+    parts = ", ".join(f"{k} {v:.4g}" for k, v in flops.items())
+    log(f"FLOPs per instance: {parts}; wrote flops.json")
+    meta.data["counted_flops"] = {**(meta.data.get("counted_flops") or {}), **flops}
+    meta.data["counted_flops_source"] = FLOPS_SOURCE
+    meta.data["counted_flops_detail"] = detail
+    meta.data["counted_flops_attn_implementation"] = used
+    rec = meta.pass_record()
+    rec["attn_implementation"] = used
+    rec["decode_steps"] = [plan.max_new_tokens] if plan.max_new_tokens > 0 else []
+    meta.data.setdefault("decode_steps", rec["decode_steps"])
+    if fallback:
+        rec["attn_fallback_reason"] = fallback
+        meta.note(f"flops: FlopCounterMode failed with attn_implementation="
+                  f"{ctx.get('attn_initial')} ({fallback[:200]}); counted with eager "
+                  "attention instead")
+    meta.note("flops: counted by FlopCounterMode at aten level (matmuls, convolutions, "
+              "attention kernels it knows); elementwise ops are not counted; attention, where "
+              "counted, is the full prompt x prompt score matrix in prefill (no causal "
+              "halving); a sub-stage's FLOPs per instance are averaged over all its instances "
+              "(counted_flops_detail splits them by enclosing stage)")
+
+
+PASS_FUNCS = {"baseline": pass_baseline, "kineto": pass_kineto, "nsys": pass_nsys,
+              "flops": pass_flops}
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+
+
+def setup(plan, ctx):
+    """Imports, CUDA checks, output directory. Raises PlanError."""
+    try:
+        os.makedirs(plan.out_dir, exist_ok=True)
+    except OSError as e:
+        raise PlanError(f"cannot create out_dir {plan.out_dir!r}: {e.strerror or e}") from e
+    if not os.access(plan.out_dir, os.W_OK):
+        raise PlanError(f"out_dir {plan.out_dir!r} is not writable")
+    torch, transformers = import_stack()
+    ctx["torch"], ctx["transformers"] = torch, transformers
+    if plan.config is not None:
+        ctx["hf_config"] = make_config(transformers, plan.config)
+    if cpu_test_mode():
+        log(f"{CPU_TEST_ENV}=1: test mode on the CPU, timings mean nothing")
+        return
+    if not torch.cuda.is_available():
+        raise PlanError(CUDA_MISSING)
+    n = torch.cuda.device_count()
+    if plan.device >= n:
+        raise PlanError(f"plan.device is {plan.device} but only {n} CUDA device(s) are visible")
+    torch.cuda.set_device(plan.device)
+
+
+def run(plan, ctx):
+    meta = ctx["meta"]
+    torch, transformers = ctx["torch"], ctx["transformers"]
+    cpu = cpu_test_mode()
+    device = torch.device("cpu") if cpu else torch.device("cuda", plan.device)
+    rec = meta.pass_record()
+    rec.clear()
+    rec.update({"finished": False, "started_at": _utc_now()})
+    meta.data["versions"] = versions(torch, transformers)
+    meta.data["device"] = ({"name": "cpu", "index": None, "test_mode": CPU_TEST_ENV} if cpu
+                           else device_info(torch, plan.device))
+    meta.flush()
+
+    log("building model")
+    t0 = time.perf_counter()
+    torch.manual_seed(plan.seed)
+    model, source = build_model(torch, transformers, plan, device, meta, ctx.get("hf_config"))
+    build_s = time.perf_counter() - t0
+    ctx["model"] = model
+    attn = attn_impl_of(model)
+    ctx["attn_initial"] = attn
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"built {type(model).__name__} from {source}: {n_params / 1e6:.1f}M parameters, "
+        f"attn_implementation={attn}, {build_s:.1f} s")
+    meta.data["model_class"] = type(model).__name__
+    meta.data["model_source"] = source
+    meta.data["model_params"] = n_params
+    meta.data["model_type"] = getattr(model.config, "model_type", None)
+    meta.data["attn_implementation"] = attn
+    rec["attn_implementation"] = attn
+    rec["model_build_s"] = round(build_s, 3)
+
+    workload = make_workload(torch, model, plan, device)
+    meta.data["image_tokens"] = workload.image_tokens
+    meta.data["workload_kind"] = workload.kind
+    kw = logits_kwargs(model)
+    if not kw:
+        meta.note("the model's forward takes no logits_to_keep: prefill computes logits for "
+                  "every prompt token")
+    runner = Runner(torch, model, workload, plan, kw)
+    runner.resolve_modules(plan.modules)
+    ctx["runner"] = runner
+    meta.note("one iteration = prefill (forward over the prompt with use_cache, logits_to_keep=1, "
+              "plus the greedy pick of the first new token) then decode: max_new_tokens driven "
+              "greedy steps of [batch, 1] with the KV cache, never stopping at EOS (so "
+              "max_new_tokens + 1 tokens are generated)")
+    if plan.sync_each_step:
+        meta.note("sync_each_step: torch.cuda.synchronize() after every decode step, so "
+                  "decode_step_ns is each step's wall time, GPU work included")
+    else:
+        meta.note("decode_step_ns: host intervals between decode-step starts without per-step "
+                  "synchronize (launch time while the CPU runs ahead); the last step includes "
+                  "the stage's final synchronize, so the steps add up to decode_ns")
+    if plan.warmup_decode_steps != plan.max_new_tokens:
+        meta.note(f"warm-up iterations ran {plan.warmup_decode_steps} decode steps")
+
+    if not cpu:
+        torch.cuda.reset_peak_memory_stats(plan.device)
+    t0 = time.perf_counter()
+    PASS_FUNCS[plan.pass_name](ctx, runner)
+    rec["wall_s"] = round(time.perf_counter() - t0, 3)
+    if not cpu:
+        rec["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(plan.device))
+    if runner.prefill_logits is not None:
+        meta.data["prefill_logits"] = runner.prefill_logits
+    meta.data["sub_stages"] = dict(plan.modules)
+    rec["finished"] = True
+    rec["finished_at"] = _utc_now()
+
+
+def _utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+        log("usage: driver.py PLAN.json")
+        return EXIT_BAD_PLAN
+    ctx = {}
+    try:
+        plan = load_plan(argv[1])
+        ctx["plan"] = plan
+        log(f"pass {plan.pass_name}: out_dir {plan.out_dir}")
+        setup(plan, ctx)
+        ctx["meta"] = Metadata(plan)
+    except PlanError as e:
+        log(f"error: {e}")
+        return EXIT_BAD_PLAN
+
+    meta = ctx["meta"]
+    code = EXIT_OK
+    error = None
+    try:
+        run(plan, ctx)
+    except PlanError as e:
+        error = str(e)
+        log(f"error: {e}")
+        code = EXIT_BAD_PLAN
+    except BaseException as e:  # noqa: BLE001 - report, flush what was measured, exit 3
+        traceback.print_exc(file=sys.stderr)
+        error = f"{type(e).__name__}: {e}".strip()
+        log(f"error: the {plan.pass_name} pass crashed: {error}")
+        code = 130 if isinstance(e, KeyboardInterrupt) else EXIT_CRASH
+    if code != EXIT_OK:
+        try:
+            rec = meta.pass_record()
+            rec["finished"] = False
+            rec["error"] = error[:2000]
+            if ctx.get("partial"):
+                ctx["partial"]()
+        except Exception as e2:  # noqa: BLE001
+            log(f"warning: could not write the partial results: {e2}")
+    try:
+        meta.flush()
+    except Exception as e:  # noqa: BLE001
+        log(f"error: could not write metadata.json: {e}")
+        code = code or EXIT_CRASH
+    if code == EXIT_OK:
+        log(f"done: {plan.pass_name} pass, outputs in {plan.out_dir}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -7,8 +7,10 @@ The Rust side (llmprof capture) embeds this file and runs it with the target's i
 per pass, each time in a fresh process:
 
   baseline  no profiler, no stage markers: host timings of `repeats` iterations -> baseline.json
-  kineto    one iteration under torch.profiler (CPU + CUDA) -> kineto_trace.json, kineto_timing.json
-  nsys      `repeats` iterations with NVTX stage ranges (run under `nsys profile`) -> nsys_timing.json
+  kineto    one iteration under torch.profiler (CPU + CUDA) -> kineto_trace.json,
+            kineto_timing.json
+  nsys      `repeats` iterations with NVTX stage ranges (run under `nsys profile`)
+            -> nsys_timing.json
   flops     one iteration under FlopCounterMode, FLOPs per stage -> flops.json
 
 Every pass merges what it learned into metadata.json (the RunMetadata the Rust side reads).
@@ -36,6 +38,7 @@ import platform
 import sys
 import time
 import traceback
+import warnings
 
 DRIVER_VERSION = 1
 EXIT_OK = 0
@@ -49,6 +52,13 @@ STAGE_DECODE = "decode"
 WARMUP_PREFIX = "warmup_"
 FLOPS_SOURCE = "torch.utils.flop_counter.FlopCounterMode"
 CUDA_MISSING = "CUDA is not available: capture needs an NVIDIA GPU"
+# Test mode only: run on the CPU (no CUDA, no NVTX meaning), so the driver's logic can be tested
+# on a machine without a GPU. Never set by llmprof capture.
+CPU_TEST_ENV = "LLMPROF_DRIVER_CPU"
+
+
+def cpu_test_mode():
+    return os.environ.get(CPU_TEST_ENV) == "1"
 
 
 def log(msg):
@@ -304,6 +314,7 @@ class FlopMarker:
         self.totals = {}     # stage -> FLOPs over all its instances
         self.instances = {}  # stage -> instances seen
         self.by_parent = {}  # sub-stage -> {enclosing top stage: FLOPs}
+        self.inst_by_parent = {}  # sub-stage -> {enclosing top stage: instances}
 
     def reset(self, counter):
         self.counter = counter
@@ -311,6 +322,7 @@ class FlopMarker:
         self.totals = {}
         self.instances = {}
         self.by_parent = {}
+        self.inst_by_parent = {}
 
     def _now(self):
         return self.counter.get_total_flops() if self.counter is not None else 0
@@ -328,6 +340,8 @@ class FlopMarker:
                 parent = self.stack[0][0]
                 bp = self.by_parent.setdefault(top, {})
                 bp[parent] = bp.get(parent, 0) + flops
+                ip = self.inst_by_parent.setdefault(top, {})
+                ip[parent] = ip.get(parent, 0) + 1
             if top == name:
                 break
 
@@ -380,19 +394,26 @@ class Runner:
         self.warm = False           # warm-up iterations name their ranges warmup_*
         self.hooks = []
         self.prefill_logits = None
+        self.sync = (lambda: None) if cpu_test_mode() else torch.cuda.synchronize
 
     def stage_name(self, name):
         return WARMUP_PREFIX + name if self.warm else name
 
-    def install_hooks(self, modules):
-        """Sub-stages: forward pre/post hooks that open/close the marker's range."""
+    def resolve_modules(self, modules):
+        """The sub-stage modules by key; a path the model lacks is a plan error."""
+        found = {}
         for key, path in modules.items():
             try:
-                mod = self.model.get_submodule(path)
+                found[key] = self.model.get_submodule(path)
             except AttributeError as e:
                 top = ", ".join(n for n, _ in self.model.named_children())
                 raise PlanError(f"plan.stages.modules.{key}: the model has no module {path!r} "
                                 f"({e}); its top-level modules: {top}") from e
+        return found
+
+    def install_hooks(self, modules):
+        """Sub-stages: forward pre/post hooks that open/close the marker's range."""
+        for key, mod in self.resolve_modules(modules).items():
 
             def pre(_m, _args, key=key):
                 self.marker.begin(self.stage_name(key))
@@ -409,7 +430,7 @@ class Runner:
         self.marker.begin(name)
         try:
             yield
-            self.torch.cuda.synchronize()
+            self.sync()
         finally:
             self.marker.end(name)
 
@@ -436,15 +457,15 @@ class Runner:
             del out
             steps = rec["decode_step_ns"] = []
             if decode_steps > 0:
+                start = t1  # so the steps add up to decode_ns exactly
                 with self.stage(STAGE_DECODE):
-                    start = now()
                     for _ in range(decode_steps):
                         out = self.model(input_ids=tok, past_key_values=cache, use_cache=True)
                         cache = out.past_key_values
                         tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
                         del out
                         if sync_each:
-                            torch.cuda.synchronize()
+                            self.sync()
                         t = now()
                         steps.append(t - start)
                         start = t
@@ -502,7 +523,7 @@ def model_classes(transformers):
     return [getattr(transformers, n) for n in names if hasattr(transformers, n)]
 
 
-def build_model(torch, transformers, plan, device, meta, attn=None):
+def build_model(torch, transformers, plan, device, meta, hf_config=None, attn=None):
     dtype = getattr(torch, plan.dtype)
     kwargs = {"dtype": dtype}
     attn = attn or plan.attn_implementation
@@ -510,7 +531,7 @@ def build_model(torch, transformers, plan, device, meta, attn=None):
         kwargs["attn_implementation"] = attn
     last = None
     if plan.config is not None:
-        cfg = make_config(transformers, plan.config)
+        cfg = hf_config if hf_config is not None else make_config(transformers, plan.config)
         for cls in model_classes(transformers):
             try:
                 with torch.device(device):
@@ -619,7 +640,7 @@ def device_info(torch, index):
 
 
 def summarize(iterations):
-    """Mean/median/min/max of the stage times (ms) and derived serving metrics."""
+    """Mean/median/min/max/n of the stage and decode-step times, in ms."""
 
     def stats(xs):
         xs = sorted(xs)
@@ -705,7 +726,10 @@ def pass_kineto(ctx, runner):
     from torch.profiler import ProfilerActivity, profile
     runner.marker = ProfilerMarker(torch)
     runner.install_hooks(plan.modules)
-    prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True)
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+    acts = [ProfilerActivity.CPU] if cpu_test_mode() else [ProfilerActivity.CPU,
+                                                           ProfilerActivity.CUDA]
+    prof = profile(activities=acts, record_shapes=True)
     run_timed(ctx, runner, "kineto_timing.json", 1, profile_cm=prof)
     trace = os.path.join(plan.out_dir, "kineto_trace.json")
     log("exporting kineto_trace.json")
@@ -737,7 +761,7 @@ def pass_flops(ctx, runner):
             fallback = f"{type(e).__name__}: {e}".strip()
             log(f"FLOP counting failed with attn_implementation={used} ({fallback}); "
                 "switching to eager attention")
-            torch.cuda.synchronize()
+            runner.sync()
             used = switch_attn(model, "eager")
             if used != "eager":
                 raise RuntimeError(f"cannot switch the model to eager attention (it uses {used})")
@@ -749,6 +773,7 @@ def pass_flops(ctx, runner):
         d = {"total": total, "instances": n}
         if stage in marker.by_parent:
             d["by_stage"] = marker.by_parent[stage]
+            d["instances_by_stage"] = marker.inst_by_parent[stage]
         detail[stage] = d
     if plan.max_new_tokens > 0 and STAGE_DECODE in detail:
         detail[STAGE_DECODE]["steps"] = plan.max_new_tokens
@@ -772,9 +797,11 @@ def pass_flops(ctx, runner):
         meta.note(f"flops: FlopCounterMode failed with attn_implementation="
                   f"{ctx.get('attn_initial')} ({fallback[:200]}); counted with eager "
                   "attention instead")
-    meta.note("flops: counted at aten level (matmuls, convolutions, attention); elementwise "
-              "ops are not counted; attention counts the full prompt x prompt score matrix "
-              "in prefill (no causal halving)")
+    meta.note("flops: counted by FlopCounterMode at aten level (matmuls, convolutions, "
+              "attention kernels it knows); elementwise ops are not counted; attention, where "
+              "counted, is the full prompt x prompt score matrix in prefill (no causal "
+              "halving); a sub-stage's FLOPs per instance are averaged over all its instances "
+              "(counted_flops_detail splits them by enclosing stage)")
 
 
 PASS_FUNCS = {"baseline": pass_baseline, "kineto": pass_kineto, "nsys": pass_nsys,
@@ -794,30 +821,37 @@ def setup(plan, ctx):
     if not os.access(plan.out_dir, os.W_OK):
         raise PlanError(f"out_dir {plan.out_dir!r} is not writable")
     torch, transformers = import_stack()
+    ctx["torch"], ctx["transformers"] = torch, transformers
+    if plan.config is not None:
+        ctx["hf_config"] = make_config(transformers, plan.config)
+    if cpu_test_mode():
+        log(f"{CPU_TEST_ENV}=1: test mode on the CPU, timings mean nothing")
+        return
     if not torch.cuda.is_available():
         raise PlanError(CUDA_MISSING)
     n = torch.cuda.device_count()
     if plan.device >= n:
         raise PlanError(f"plan.device is {plan.device} but only {n} CUDA device(s) are visible")
     torch.cuda.set_device(plan.device)
-    ctx["torch"], ctx["transformers"] = torch, transformers
 
 
 def run(plan, ctx):
     meta = ctx["meta"]
     torch, transformers = ctx["torch"], ctx["transformers"]
-    device = torch.device("cuda", plan.device)
+    cpu = cpu_test_mode()
+    device = torch.device("cpu") if cpu else torch.device("cuda", plan.device)
     rec = meta.pass_record()
     rec.clear()
     rec.update({"finished": False, "started_at": _utc_now()})
     meta.data["versions"] = versions(torch, transformers)
-    meta.data["device"] = device_info(torch, plan.device)
+    meta.data["device"] = ({"name": "cpu", "index": None, "test_mode": CPU_TEST_ENV} if cpu
+                           else device_info(torch, plan.device))
     meta.flush()
 
     log("building model")
     t0 = time.perf_counter()
     torch.manual_seed(plan.seed)
-    model, source = build_model(torch, transformers, plan, device, meta)
+    model, source = build_model(torch, transformers, plan, device, meta, ctx.get("hf_config"))
     build_s = time.perf_counter() - t0
     ctx["model"] = model
     attn = attn_impl_of(model)
@@ -841,6 +875,7 @@ def run(plan, ctx):
         meta.note("the model's forward takes no logits_to_keep: prefill computes logits for "
                   "every prompt token")
     runner = Runner(torch, model, workload, plan, kw)
+    runner.resolve_modules(plan.modules)
     ctx["runner"] = runner
     meta.note("one iteration = prefill (forward over the prompt with use_cache, logits_to_keep=1, "
               "plus the greedy pick of the first new token) then decode: max_new_tokens driven "
@@ -856,11 +891,13 @@ def run(plan, ctx):
     if plan.warmup_decode_steps != plan.max_new_tokens:
         meta.note(f"warm-up iterations ran {plan.warmup_decode_steps} decode steps")
 
-    torch.cuda.reset_peak_memory_stats(plan.device)
+    if not cpu:
+        torch.cuda.reset_peak_memory_stats(plan.device)
     t0 = time.perf_counter()
     PASS_FUNCS[plan.pass_name](ctx, runner)
     rec["wall_s"] = round(time.perf_counter() - t0, 3)
-    rec["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(plan.device))
+    if not cpu:
+        rec["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(plan.device))
     if runner.prefill_logits is not None:
         meta.data["prefill_logits"] = runner.prefill_logits
     meta.data["sub_stages"] = dict(plan.modules)

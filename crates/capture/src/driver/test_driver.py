@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Tests of driver.py that need no GPU: plan checking and exit codes always; with torch and
+transformers importable, the four passes on a tiny random model on the CPU (LLMPROF_DRIVER_CPU=1
+test mode). Run: python3 -m unittest crates/capture/src/driver/test_driver.py"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DRIVER = os.path.join(HERE, "driver.py")
+sys.path.insert(0, HERE)
+import driver  # noqa: E402
+
+TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 1000}
+
+
+def have_stack():
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def plan(out_dir, **over):
+    p = {"pass": "baseline", "out_dir": out_dir,
+         "model": {"config": dict(TINY), "path": None, "dtype": "float32",
+                   "attn_implementation": "sdpa"},
+         "inputs": {"prompt_tokens": 8, "max_new_tokens": 3, "batch_size": 2, "seed": 0},
+         "stages": {"modules": {"layer0": "model.layers.0"}},
+         "warmup": 1, "repeats": 2, "device": 0}
+    p.update(over)
+    return p
+
+
+def run_driver(tmp, p, cpu=False):
+    path = os.path.join(tmp, "plan.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(p, f)
+    env = dict(os.environ)
+    env.pop(driver.CPU_TEST_ENV, None)
+    if cpu:
+        env[driver.CPU_TEST_ENV] = "1"
+    r = subprocess.run([sys.executable, DRIVER, path], capture_output=True, text=True, env=env,
+                       timeout=600)
+    return r.returncode, r.stderr
+
+
+class PlanChecks(unittest.TestCase):
+    def bad(self, raw, needle):
+        with self.assertRaises(driver.PlanError) as cm:
+            driver.Plan(raw)
+        self.assertIn(needle, str(cm.exception))
+
+    def test_good_plan_and_defaults(self):
+        p = plan("/tmp/x")
+        del p["warmup"], p["repeats"], p["stages"], p["device"]
+        del p["inputs"]["batch_size"], p["inputs"]["seed"]
+        pl = driver.Plan(p)
+        got = (pl.warmup, pl.repeats, pl.device, pl.batch_size, pl.seed)
+        self.assertEqual(got, (2, 3, 0, 1, 0))
+        self.assertEqual(pl.warmup_decode_steps, 3)
+        self.assertEqual(pl.modules, {})
+        self.assertFalse(pl.sync_each_step)
+
+    def test_errors(self):
+        self.bad([], "JSON object")
+        self.bad({}, "plan.pass is missing")
+        self.bad(plan("/tmp/x", **{"pass": "ncu"}), "plan.pass must be one of")
+        self.bad(plan("rel/dir"), "absolute path")
+        self.bad(plan("/tmp/x", repeat=2), "unknown key(s) repeat")
+        self.bad(plan("/tmp/x", repeats=0), "at least 1")
+        self.bad(plan("/tmp/x", warmup=True), "must be an integer")
+        p = plan("/tmp/x")
+        del p["inputs"]["max_new_tokens"]
+        self.bad(p, "plan.inputs.max_new_tokens is missing")
+        p = plan("/tmp/x")
+        p["model"]["path"] = "/tmp"
+        self.bad(p, "exactly one of")
+        p = plan("/tmp/x")
+        del p["model"]["config"]["model_type"]
+        self.bad(p, "model_type is missing")
+        p = plan("/tmp/x")
+        p["model"] = {"path": "/nonexistent/ckpt"}
+        self.bad(p, "is not a directory")
+        p = plan("/tmp/x")
+        p["model"]["dtype"] = "int8"
+        self.bad(p, "plan.model.dtype")
+        p = plan("/tmp/x", stages={"modules": {"decode": "model"}})
+        self.bad(p, "cannot name a sub-stage")
+        driver.Plan(plan("/tmp/x", _comment="ignored"))
+
+
+class ExitCodes(unittest.TestCase):
+    def test_bad_plan_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, err = run_driver(tmp, {"pass": "nsys"})
+            self.assertEqual(code, 2)
+            self.assertIn("llmprof-driver: error: plan.out_dir is missing", err)
+
+    def test_unreadable_plan_exit_2(self):
+        r = subprocess.run([sys.executable, DRIVER, "/nonexistent/plan.json"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot read the plan", r.stderr)
+
+    def test_no_torch_or_no_cuda_exit_2(self):
+        if have_stack():
+            import torch
+            if torch.cuda.is_available():
+                self.skipTest("CUDA is available here")
+        with tempfile.TemporaryDirectory() as tmp:
+            code, err = run_driver(tmp, plan(os.path.join(tmp, "out")))
+            self.assertEqual(code, 2)
+            self.assertTrue("cannot import torch" in err or "cannot import transformers" in err
+                            or driver.CUDA_MISSING in err, err)
+
+
+@unittest.skipUnless(have_stack(), "torch and transformers are not installed")
+class CpuRun(unittest.TestCase):
+    def test_four_passes_merge_metadata(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            for name in ("baseline", "kineto", "nsys", "flops"):
+                code, err = run_driver(tmp, plan(out, **{"pass": name}), cpu=True)
+                self.assertEqual(code, 0, err)
+                self.assertIn("llmprof-driver: building model", err)
+            with open(os.path.join(out, "metadata.json"), encoding="utf-8") as f:
+                meta = json.load(f)
+            self.assertEqual(set(meta["passes"]), {"baseline", "kineto", "nsys", "flops"})
+            self.assertTrue(all(r["finished"] for r in meta["passes"].values()))
+            self.assertEqual(meta["passes"]["nsys"]["decode_steps"], [3, 3])
+            self.assertEqual(meta["passes"]["kineto"]["decode_steps"], [3])
+            self.assertEqual(meta["prefill_logits"], 1)
+            self.assertEqual(meta["image_tokens"], 0)
+            self.assertEqual(meta["counted_flops_source"], driver.FLOPS_SOURCE)
+            for key in ("python", "torch", "transformers", "cuda", "cudnn"):
+                self.assertIn(key, meta["versions"])
+            with open(os.path.join(out, "flops.json"), encoding="utf-8") as f:
+                flops = json.load(f)
+            self.assertGreater(flops["prefill"], 0)
+            self.assertGreater(flops["decode"], 0)
+            self.assertGreater(flops["layer0"], 0)
+            # Projections + SwiGLU MLP of 2 layers over 16 prompt tokens, plus the LM head
+            # for one token per sequence (attention is not counted by CPU SDPA).
+            h, i_, v, lay, tok = 64, 128, 1000, 2, 16
+            dense = lay * tok * (4 * h * h + 4 * h * 32 + 6 * h * i_) + 2 * (2 * h * v)
+            self.assertGreaterEqual(flops["prefill"], dense)
+            with open(os.path.join(out, "baseline.json"), encoding="utf-8") as f:
+                base = json.load(f)
+            self.assertTrue(base["complete"])
+            self.assertEqual(len(base["iterations"]), 2)
+            for it in base["iterations"]:
+                self.assertEqual(len(it["decode_step_ns"]), 3)
+                self.assertEqual(sum(it["decode_step_ns"]), it["decode_ns"])
+                self.assertEqual(it["total_ns"], it["prefill_ns"] + it["decode_ns"])
+            with open(os.path.join(out, "kineto_trace.json"), encoding="utf-8") as f:
+                names = {e.get("name") for e in json.load(f)["traceEvents"]
+                         if e.get("cat") == "user_annotation"}
+            self.assertTrue({"prefill", "decode", "layer0"} <= names, names)
+            self.assertFalse(any(n.startswith("warmup_") for n in names))
+
+    def test_missing_module_exit_2_and_crash_exit_3(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            code, err = run_driver(tmp, plan(out, stages={"modules": {"x": "model.nothere"}}),
+                                   cpu=True)
+            self.assertEqual(code, 2)
+            self.assertIn("has no module 'model.nothere'", err)
+            p = plan(out)
+            p["model"]["config"]["num_attention_heads"] = 5  # 64/5: the forward fails
+            code, err = run_driver(tmp, p, cpu=True)
+            self.assertEqual(code, 3, err)
+            self.assertIn("the baseline pass crashed", err)
+            with open(os.path.join(out, "metadata.json"), encoding="utf-8") as f:
+                meta = json.load(f)
+            self.assertFalse(meta["passes"]["baseline"]["finished"])
+            self.assertIn("error", meta["passes"]["baseline"])
+            with open(os.path.join(out, "baseline.json"), encoding="utf-8") as f:
+                self.assertFalse(json.load(f)["complete"])
+
+
+if __name__ == "__main__":
+    unittest.main()

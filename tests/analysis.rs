@@ -270,6 +270,9 @@ fn counted_flops_from_metadata_are_shown_beside_analytic() {
     let b = ingest(&req, &mut |_| {}).unwrap().bundle;
     let a = llmprof_analysis::analyze(&b);
     let p = a.stages.iter().find(|s| s.name == "prefill").unwrap();
-    assert_eq!(p.flops_source.as_deref(), Some("counted"));
+    // Ratios use the analytic count (the work the model had to do); counted sits beside it.
+    assert_eq!(p.flops_source.as_deref(), Some("analytic"));
     assert!((p.counted_vs_analytic_pct.unwrap() - 2.0).abs() < 1e-6);
+    // 2% is within the counter's conventions: no mismatch finding.
+    assert!(!a.findings.iter().any(|f| f.id == "flops_mismatch"));
 }

@@ -267,3 +267,39 @@ fn a_missing_runs_directory_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// The real H200 captures that ship as sample runs (dense target in deep mode, small MoE in
+/// standard mode): the site shows how they were captured, the overhead, and the NVML chart.
+#[test]
+fn sample_runs_show_capture_overhead_and_nvml() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        fixture("sample-runs").as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for run in [
+        "runs/20261122-013608-qwen2.5-0.5b-deep",
+        "runs/20261122-014612-qwen3-moe-small-standard",
+    ] {
+        let page = read(&site.join(run).join("index.html"));
+        for needle in [
+            "id=\"overhead-table\"",
+            "id=\"passes-table\"",
+            "id=\"manifest-table\"",
+            "id=\"snapshot-table\"",
+            "GPU power, SM clock and utilization (NVML)",
+            "Decode is launch-bound",
+        ] {
+            assert!(page.contains(needle), "{run} lacks {needle}");
+        }
+        // Same report structure for both models.
+        let md = read(&site.join(run).join("report.md"));
+        assert!(md.contains("## Profiling overhead") && md.contains("| Overhead (%) |"));
+    }
+}

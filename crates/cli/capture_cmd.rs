@@ -81,10 +81,15 @@ pub fn run(args: CaptureArgs) -> Result<()> {
     ingested.bundle.analysis = Some(llmprof_analysis::analyze(&ingested.bundle));
     for o in &output.capture.overhead {
         if o.overhead_pct > OVERHEAD_WARN_PCT {
+            let advice = if o.pass == "kineto" {
+                "operator host times from the PyTorch profiler are inflated; stage timings come \
+                 from the Nsight Systems pass when there is one"
+            } else {
+                "stage timings from it are inflated; --mode light avoids the Nsight Systems pass"
+            };
             let _ = writeln!(
                 err,
-                "warning: the {} pass slowed {} by {:.0}% against the baseline; numbers from it \
-                 are inflated — try --mode light",
+                "warning: the {} pass slowed {} by {:.0}% against the unprofiled baseline: {advice}",
                 o.pass, o.stage, o.overhead_pct
             );
         }

@@ -51,7 +51,11 @@ pub fn findings(
                 .into(),
         });
     }
-    for stage in &bundle.stages {
+    // Findings concern measured stages with a role: not warm-up, not library-internal ranges.
+    let measured = |s: &&Stage| {
+        !llmprof_bundle::is_warmup(&s.name) && StageRole::of_name(&s.name) != StageRole::Other
+    };
+    for stage in bundle.stages.iter().filter(measured) {
         if let Some(f) = launch_bound(bundle, stage, src) {
             out.push(f);
         }
@@ -59,8 +63,13 @@ pub fn findings(
     if let Some(f) = top_kernels(bundle, src) {
         out.push(f);
     }
-    for (s, a) in bundle.stages.iter().zip(stages) {
-        if let Some(f) = roofline(s, a, peak) {
+    for a in stages {
+        if let Some(s) = bundle.stage(a.stage) {
+            if let Some(f) = roofline(s, a, peak) {
+                out.push(f);
+            }
+        }
+        if let Some(f) = flops_mismatch(a) {
             out.push(f);
         }
     }
@@ -70,7 +79,11 @@ pub fn findings(
     if let Some(f) = vision_share(bundle, src) {
         out.push(f);
     }
-    for stage in &bundle.stages {
+    for stage in bundle
+        .stages
+        .iter()
+        .filter(|s| !llmprof_bundle::is_warmup(&s.name))
+    {
         if let Some(f) = warmup_outlier(stage, src) {
             out.push(f);
         }
@@ -79,6 +92,32 @@ pub fn findings(
         out.push(f);
     }
     out
+}
+
+/// Counted and analytic FLOPs of a stage disagree by more than 10 %: the counter missed or
+/// added work (FlopCounterMode ignores the causal mask and cannot see some fused ops).
+fn flops_mismatch(a: &StageAnalysis) -> Option<Finding> {
+    let d = a.counted_vs_analytic_pct?;
+    if d.abs() <= 10.0 {
+        return None;
+    }
+    Some(Finding {
+        id: "flops_mismatch".into(),
+        stage: Some(a.name.clone()),
+        title: format!(
+            "Counted and analytic FLOPs of {} disagree by {d:+.0}%",
+            a.name
+        ),
+        evidence: vec![format!(
+            "counted {:.3e} FLOPs (workload metadata) vs analytic {:.3e} (model config)",
+            a.counted_flops.unwrap_or(0.0),
+            a.analytic_flops.unwrap_or(0.0)
+        )],
+        recommendation: "MFU uses the analytic count. A counted value far below it usually \
+                         means the counter did not see some ops (e.g. grouped-GEMM MoE experts); \
+                         far above, that it counted masked or padded work."
+            .into(),
+    })
 }
 
 /// The first instance of a stage far slower than the rest: one-time costs (CUDA context,
@@ -470,6 +509,7 @@ fn utilization(bundle: &Bundle, src: &str) -> Option<Finding> {
     let evidence = bundle
         .stages
         .iter()
+        .filter(|s| !llmprof_bundle::is_warmup(&s.name))
         .map(|s| {
             format!(
                 "{}: GPU busy {:.1}% ({} of {} wall, {} instance(s), {src})",

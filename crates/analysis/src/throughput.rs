@@ -119,6 +119,7 @@ pub fn stages(
     bundle
         .stages
         .iter()
+        .filter(|s| !llmprof_bundle::is_warmup(&s.name))
         .map(|stage| {
             let role = StageRole::of_name(&stage.name);
             let work = match model {
@@ -130,9 +131,9 @@ pub fn stages(
                 .iter()
                 .find(|c| c.stage == stage.name)
                 .map(|c| c.flops_per_instance * stage.instances as f64);
-            let (flops, flops_source) = match (counted, work.flops) {
-                (Some(c), _) => (Some(c), Some("counted".to_string())),
-                (None, Some(a)) => (Some(a), Some("analytic".to_string())),
+            let (flops, flops_source) = match (work.flops, counted) {
+                (Some(a), _) => (Some(a), Some("analytic".to_string())),
+                (None, Some(c)) => (Some(c), Some("counted".to_string())),
                 (None, None) => (None, None),
             };
             let diff = match (counted, work.flops) {

@@ -83,6 +83,13 @@ pub enum StageRole {
     Other,
 }
 
+/// Whether a stage name marks warm-up iterations (`warmup_prefill`, as llmprof's driver names
+/// them): not measured, so left out of the analysis.
+pub fn is_warmup(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.starts_with("warmup") || n.starts_with("warm_up") || n.starts_with("warm-up")
+}
+
 impl StageRole {
     /// The role a stage name announces, case-insensitively: `prefill`/`prompt` or `decode`
     /// anywhere in the name (`model.prefill`, `decode_step`), or a vision sub-stage, a word of
@@ -90,6 +97,9 @@ impl StageRole {
     /// with `vision` or `image` (`vision_encoder`, `sam`, but not `sampling`).
     pub fn of_name(name: &str) -> StageRole {
         let n = name.to_ascii_lowercase();
+        if is_warmup(&n) {
+            return StageRole::Other;
+        }
         if n.contains("prefill") || n.contains("prompt") {
             return StageRole::Prefill;
         }
@@ -116,7 +126,8 @@ pub struct StageAnalysis {
     pub stage: u32,
     pub name: String,
     pub role: StageRole,
-    /// FLOPs used for the ratios (counted when the workload counted them, else analytic).
+    /// FLOPs used for the ratios: analytic (the work the model had to do) when the model is
+    /// known, else counted by the workload.
     pub flops: Option<f64>,
     /// `"analytic"` or `"counted"`.
     #[serde(default)]
@@ -218,6 +229,8 @@ mod tests {
         assert_eq!(role("vision_encoder"), Vision);
         assert_eq!(role("model.projector"), Vision);
         assert_eq!(role("sampling"), Other);
+        assert_eq!(role("warmup_prefill"), Other);
+        assert_eq!(role("warmup_decode"), Other);
         assert_eq!(role("ProfilerStep#3"), Other);
     }
 }

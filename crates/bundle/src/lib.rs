@@ -87,7 +87,8 @@ mod timeline;
 mod workload;
 
 pub use analysis::{
-    Analysis, Finding, KernelAnalysis, ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole,
+    is_warmup, Analysis, Finding, KernelAnalysis, ModelSummary, Peak, RunMetrics, StageAnalysis,
+    StageRole,
 };
 pub use capture::{
     Capture, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord, StageTimings, Window,

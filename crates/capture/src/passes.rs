@@ -43,15 +43,16 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
         .as_ref()
         .map_err(|e| CaptureError::Environment(e.clone()))?;
     let t = &plan.target;
-    let work_dir = plan
-        .opts
-        .out
-        .join(format!(".capture-{}-{}", t.name, now_ns() / 1_000_000));
-    let raw = work_dir.join("raw");
     let write_err = |path: &Path, source| CaptureError::Write {
         path: path.to_path_buf(),
         source,
     };
+    // The driver wants absolute paths.
+    std::fs::create_dir_all(&plan.opts.out).map_err(|e| write_err(&plan.opts.out, e))?;
+    let out_root =
+        std::fs::canonicalize(&plan.opts.out).map_err(|e| write_err(&plan.opts.out, e))?;
+    let work_dir = out_root.join(format!(".capture-{}-{}", t.name, now_ns() / 1_000_000));
+    let raw = work_dir.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| write_err(&raw, e))?;
     let driver = work_dir.join("driver.py");
     std::fs::write(&driver, DRIVER).map_err(|e| write_err(&driver, e))?;

@@ -463,43 +463,33 @@ impl RunView {
             index.bottleneck = top_bottleneck(a);
         }
         if let Some(w) = &b.workload {
-            let mut parts = Vec::new();
-            let mut push = |label: &str, v: Option<String>, src: Option<&str>| {
-                if let (Some(v), Some(src)) = (v, src) {
-                    parts.push(format!("{label} {v} ({src})"));
-                }
-            };
-            push(
-                "batch",
-                w.batch_size.as_ref().map(|v| v.value.to_string()),
-                w.batch_size.as_ref().map(|v| v.source.as_str()),
-            );
-            push(
-                "prompt tokens",
-                w.prompt_tokens.as_ref().map(|v| v.value.to_string()),
-                w.prompt_tokens.as_ref().map(|v| v.source.as_str()),
-            );
-            push(
-                "image tokens",
-                w.image_tokens.as_ref().map(|v| v.value.to_string()),
-                w.image_tokens.as_ref().map(|v| v.source.as_str()),
-            );
-            push(
-                "decode steps",
-                w.decode_steps.as_ref().map(|v| {
-                    v.value
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join(",")
-                }),
-                w.decode_steps.as_ref().map(|v| v.source.as_str()),
-            );
-            push(
-                "prefill logits",
-                w.prefill_logits.as_ref().map(|v| v.value.to_string()),
-                w.prefill_logits.as_ref().map(|v| v.source.as_str()),
-            );
+            // Values grouped by source, so a shared source is named once.
+            let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+            let mut add =
+                |label: String, source: &str| match groups.iter_mut().find(|g| g.0 == source) {
+                    Some(g) => g.1.push(label),
+                    None => groups.push((source.to_string(), vec![label])),
+                };
+            if let Some(v) = &w.batch_size {
+                add(format!("batch {}", v.value), &v.source);
+            }
+            if let Some(v) = &w.prompt_tokens {
+                add(format!("prompt tokens {}", v.value), &v.source);
+            }
+            if let Some(v) = &w.image_tokens {
+                add(format!("image tokens {}", v.value), &v.source);
+            }
+            if let Some(v) = &w.decode_steps {
+                let steps: Vec<String> = v.value.iter().map(u64::to_string).collect();
+                add(format!("decode steps {}", steps.join(",")), &v.source);
+            }
+            if let Some(v) = &w.prefill_logits {
+                add(format!("prefill logits {}", v.value), &v.source);
+            }
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|(src, labels)| format!("{} ({src})", labels.join(", ")))
+                .collect();
             tokens_line = Some(format!("Tokens: {}.", parts.join("; ")));
         }
 

@@ -523,19 +523,42 @@ def model_classes(transformers):
     return [getattr(transformers, n) for n in names if hasattr(transformers, n)]
 
 
+MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+
+
+def is_moe(config):
+    cfg = config.get("text_config", config) if isinstance(config, dict) else {}
+    return any(isinstance(cfg.get(k), int) and cfg.get(k) > 1 for k in MOE_KEYS)
+
+
 def build_model(torch, transformers, plan, device, meta, hf_config=None, attn=None):
     dtype = getattr(torch, plan.dtype)
     kwargs = {"dtype": dtype}
     attn = attn or plan.attn_implementation
     if attn:
         kwargs["attn_implementation"] = attn
+    # FlopCounterMode does not count transformers' default `grouped_mm` experts: count MoE
+    # FLOPs with the eager (per-expert matmul) implementation.
+    if plan.pass_name == "flops" and plan.config is not None and is_moe(plan.config):
+        kwargs["experts_implementation"] = "eager"
     last = None
     if plan.config is not None:
         cfg = hf_config if hf_config is not None else make_config(transformers, plan.config)
         for cls in model_classes(transformers):
             try:
                 with torch.device(device):
-                    model = cls.from_config(cfg, **kwargs)
+                    try:
+                        model = cls.from_config(cfg, **kwargs)
+                    except TypeError as e:
+                        if "experts_implementation" not in kwargs:
+                            raise
+                        meta.note(f"flops: this transformers has no experts_implementation ({e}); "
+                                  "MoE FLOPs may be undercounted")
+                        kwargs.pop("experts_implementation")
+                        model = cls.from_config(cfg, **kwargs)
+                if "experts_implementation" in kwargs:
+                    meta.note("flops: MoE experts counted with experts_implementation=eager "
+                              "(FlopCounterMode does not see grouped_mm)")
                 break
             except ValueError as e:  # "Unrecognized configuration class": try the next class
                 if "Unrecognized configuration class" not in str(e):

@@ -308,7 +308,7 @@ fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
         stage: None,
         title: format!(
             "Top GPU time: {} ({}, {:.1}% of kernel time); by category, {} leads with {:.0}%",
-            llmprof_bundle::names::display_name(&top[0].name),
+            llmprof_bundle::names::display_name_short(&top[0].name, 80),
             top[0].category.as_str(),
             top[0].time_pct,
             cat.as_str(),

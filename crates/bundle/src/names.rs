@@ -56,6 +56,17 @@ pub fn display_name(demangled: &str) -> String {
     format!("{short}{}", simplify(&head[open..]))
 }
 
+/// [`display_name`] cut to at most `max` characters (with `…`), for titles and sentences.
+pub fn display_name_short(demangled: &str, max: usize) -> String {
+    let d = display_name(demangled);
+    if d.chars().count() <= max {
+        return d;
+    }
+    let mut out: String = d.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// Drops namespace qualifiers, anonymous-namespace markers, `void ` return types inside
 /// template arguments and integer casts.
 fn simplify(s: &str) -> String {

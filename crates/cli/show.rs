@@ -155,34 +155,7 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
         s.push_str(&format!("  model     n/a: {why}\n"));
     }
     if let Some(w) = &b.workload {
-        // Values grouped by source, so a shared source is printed once.
-        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-        let mut add = |label: String, source: &str| match groups.iter_mut().find(|g| g.0 == source)
-        {
-            Some(g) => g.1.push(label),
-            None => groups.push((source.to_string(), vec![label])),
-        };
-        if let Some(v) = &w.batch_size {
-            add(format!("batch {}", v.value), &v.source);
-        }
-        if let Some(v) = &w.prompt_tokens {
-            add(format!("prompt {}", v.value), &v.source);
-        }
-        if let Some(v) = &w.image_tokens {
-            add(format!("image {}", v.value), &v.source);
-        }
-        if let Some(v) = &w.decode_steps {
-            let steps: Vec<String> = v.value.iter().map(u64::to_string).collect();
-            add(format!("decode steps {}", steps.join(",")), &v.source);
-        }
-        if let Some(v) = &w.prefill_logits {
-            add(format!("prefill logits {}", v.value), &v.source);
-        }
-        let text: Vec<String> = groups
-            .iter()
-            .map(|(src, labels)| format!("{} ({src})", labels.join(", ")))
-            .collect();
-        let wrapped = wrap(&text.join("; "), width, 12);
+        let wrapped = wrap(&w.describe(), width, 12);
         s.push_str(&format!("  tokens    {}", wrapped.trim_start()));
     }
     let mut t = Table::new(

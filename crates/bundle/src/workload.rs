@@ -67,6 +67,43 @@ impl Workload {
     pub fn batch(&self) -> u64 {
         self.batch_size.as_ref().map_or(1, |b| b.value.max(1))
     }
+
+    /// The counts as `label value` texts grouped by source, in field order, so that a report
+    /// names each source once: `[("--prompt-tokens flag", ["prompt tokens 512"]), ...]`.
+    pub fn by_source(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        let mut add = |label: String, source: &str| match groups.iter_mut().find(|g| g.0 == source)
+        {
+            Some(g) => g.1.push(label),
+            None => groups.push((source.to_string(), vec![label])),
+        };
+        if let Some(v) = &self.batch_size {
+            add(format!("batch {}", v.value), &v.source);
+        }
+        if let Some(v) = &self.prompt_tokens {
+            add(format!("prompt tokens {}", v.value), &v.source);
+        }
+        if let Some(v) = &self.image_tokens {
+            add(format!("image tokens {}", v.value), &v.source);
+        }
+        if let Some(v) = &self.decode_steps {
+            let steps: Vec<String> = v.value.iter().map(u64::to_string).collect();
+            add(format!("decode steps {}", steps.join(",")), &v.source);
+        }
+        if let Some(v) = &self.prefill_logits {
+            add(format!("prefill logits {}", v.value), &v.source);
+        }
+        groups
+    }
+
+    /// [`Workload::by_source`] as one line: `batch 1, prompt tokens 512 (metadata …); …`.
+    pub fn describe(&self) -> String {
+        self.by_source()
+            .iter()
+            .map(|(src, labels)| format!("{} ({src})", labels.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
 }
 
 /// FLOPs of one stage counted by the workload itself.

@@ -463,34 +463,7 @@ impl RunView {
             index.bottleneck = top_bottleneck(a);
         }
         if let Some(w) = &b.workload {
-            // Values grouped by source, so a shared source is named once.
-            let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-            let mut add =
-                |label: String, source: &str| match groups.iter_mut().find(|g| g.0 == source) {
-                    Some(g) => g.1.push(label),
-                    None => groups.push((source.to_string(), vec![label])),
-                };
-            if let Some(v) = &w.batch_size {
-                add(format!("batch {}", v.value), &v.source);
-            }
-            if let Some(v) = &w.prompt_tokens {
-                add(format!("prompt tokens {}", v.value), &v.source);
-            }
-            if let Some(v) = &w.image_tokens {
-                add(format!("image tokens {}", v.value), &v.source);
-            }
-            if let Some(v) = &w.decode_steps {
-                let steps: Vec<String> = v.value.iter().map(u64::to_string).collect();
-                add(format!("decode steps {}", steps.join(",")), &v.source);
-            }
-            if let Some(v) = &w.prefill_logits {
-                add(format!("prefill logits {}", v.value), &v.source);
-            }
-            let parts: Vec<String> = groups
-                .iter()
-                .map(|(src, labels)| format!("{} ({src})", labels.join(", ")))
-                .collect();
-            tokens_line = Some(format!("Tokens: {}.", parts.join("; ")));
+            tokens_line = Some(format!("Tokens: {}.", w.describe()));
         }
 
         // Top operators.

@@ -298,6 +298,21 @@ fn sample_runs_show_capture_overhead_and_nvml() {
         ] {
             assert!(page.contains(needle), "{run} lacks {needle}");
         }
+        // Raw artifacts are published next to the page, and their links resolve.
+        let raw_links: Vec<String> = links(&page)
+            .into_iter()
+            .filter(|l| l.starts_with("raw/"))
+            .collect();
+        assert!(
+            raw_links.iter().any(|l| l.ends_with("metadata.json")),
+            "{raw_links:?}"
+        );
+        for l in &raw_links {
+            assert!(
+                site.join(run).join(l).is_file(),
+                "{run}: broken raw link {l}"
+            );
+        }
         // Same report structure for both models.
         let md = read(&site.join(run).join("report.md"));
         assert!(md.contains("## Profiling overhead") && md.contains("| Overhead (%) |"));

@@ -102,6 +102,18 @@ pub fn run(args: CaptureArgs) -> Result<()> {
     std::fs::rename(&output.raw_dir, dir.join("raw"))
         .with_context(|| format!("moving raw artifacts into `{}`", dir.display()))?;
     let _ = std::fs::remove_dir_all(&output.work_dir);
+    // Older runs of the target keep only compressed raw files (their manifests still list the
+    // original files' sha256).
+    let old = llmprof_capture::retention::apply(&args.out, &plan.target.name);
+    if !old.is_empty() {
+        let _ = writeln!(
+            err,
+            "compressed {} raw file(s) of older {} runs (the newest {} stay as captured)",
+            old.len(),
+            plan.target.name,
+            llmprof_capture::retention::KEEP_UNCOMPRESSED
+        );
+    }
     let _ = writeln!(
         err,
         "captured in {:.1} s; next: llmprof show {}",

@@ -9,6 +9,7 @@
 
 pub mod nvml;
 mod passes;
+pub mod retention;
 pub mod target;
 mod timings;
 pub mod tools;

@@ -274,6 +274,17 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
             ));
         }
     }
+    // Size cap: big raw files (the PyTorch profiler's JSON trace) are kept gzipped.
+    let compressed = crate::retention::compress_raw(&raw, crate::retention::COMPRESS_NOW_BYTES);
+    let kineto = kineto.map(|k| {
+        if compressed.contains(&k) {
+            let mut gz = k.into_os_string();
+            gz.push(".gz");
+            PathBuf::from(gz)
+        } else {
+            k
+        }
+    });
     capture.manifest = manifest(&work_dir, &raw);
     if capture.passes.iter().all(|p| !p.ok) {
         return Err(CaptureError::NothingCaptured(format!(

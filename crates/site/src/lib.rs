@@ -135,7 +135,8 @@ pub fn build(
         } else {
             fs::create_dir_all(&run_out).map_err(|e| write_err(&run_out, e))?;
             let has_timeline = dir.join(TIMELINE_FILE).is_file();
-            let (html, md) = pages::run_page(&bundle, has_timeline)?;
+            let raw = publish_raw(dir, &run_out)?;
+            let (html, md) = pages::run_page(&bundle, has_timeline, &raw)?;
             write(&page, html.as_bytes())?;
             write(&run_out.join("report.md"), md.as_bytes())?;
             write(&run_out.join(BUNDLE_FILE), text.as_bytes())?;
@@ -182,6 +183,51 @@ pub fn build(
     report.runs = bundles.len();
     report.index = index;
     Ok(report)
+}
+
+/// Raw artifacts above this are listed but not copied into the site.
+const PUBLISH_RAW_MAX: u64 = 16 << 20;
+
+/// Copies the run's `raw/` files of at most [`PUBLISH_RAW_MAX`] bytes into the site; returns
+/// every raw file (path relative to the run directory) and whether it was published.
+fn publish_raw(dir: &Path, run_out: &Path) -> Result<Vec<(String, bool)>, SiteError> {
+    let raw = dir.join("raw");
+    let mut out = Vec::new();
+    if !raw.is_dir() {
+        return Ok(out);
+    }
+    for entry in walkdir::WalkDir::new(&raw)
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+    {
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(dir) else {
+            continue;
+        };
+        let rel_text = rel.to_string_lossy().replace('\\', "/");
+        let small = entry
+            .metadata()
+            .map(|m| m.len() <= PUBLISH_RAW_MAX)
+            .unwrap_or(false);
+        if small {
+            let dest = run_out.join(rel);
+            if let Some(parent) = dest.parent() {
+                fs::create_dir_all(parent).map_err(|e| SiteError::Write {
+                    path: parent.to_path_buf(),
+                    source: e,
+                })?;
+            }
+            fs::copy(entry.path(), &dest).map_err(|e| SiteError::Write {
+                path: dest.clone(),
+                source: e,
+            })?;
+        }
+        out.push((rel_text, small));
+    }
+    Ok(out)
 }
 
 /// Run directories (those holding a `bundle.json`) directly under `runs_dir`, sorted; hidden

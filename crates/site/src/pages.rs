@@ -68,6 +68,8 @@ struct RunPage<'a> {
     v: &'a RunView,
     charts: RunCharts,
     has_timeline: bool,
+    /// Raw artifacts (path relative to the run page, published or only listed).
+    raw: &'a [(String, bool)],
 }
 
 #[derive(Template)]
@@ -108,7 +110,11 @@ fn render_err(what: &str) -> impl Fn(askama::Error) -> SiteError + '_ {
 }
 
 /// The run page and its `report.md`.
-pub fn run_page(b: &Bundle, has_timeline: bool) -> Result<(String, String), SiteError> {
+pub fn run_page(
+    b: &Bundle,
+    has_timeline: bool,
+    raw: &[(String, bool)],
+) -> Result<(String, String), SiteError> {
     let v = RunView::of(b);
     let html = RunPage {
         root: "../../",
@@ -117,6 +123,7 @@ pub fn run_page(b: &Bundle, has_timeline: bool) -> Result<(String, String), Site
         v: &v,
         charts: charts_of(b),
         has_timeline,
+        raw,
     }
     .render()
     .map_err(render_err("a run page"))?;

@@ -1,0 +1,132 @@
+//! Keeping the runs directory in bounds: a capture's big raw files are gzip-compressed, and
+//! only the newest runs of a target keep their raw files uncompressed.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+/// Runs per target whose raw files stay as captured.
+pub const KEEP_UNCOMPRESSED: usize = 5;
+/// Raw files above this are compressed right away (a PyTorch profiler trace is ~180 MB of
+/// JSON for 64 decode steps, ~12 MB gzipped), keeping a run well under ~2 GB.
+pub const COMPRESS_NOW_BYTES: u64 = 64 << 20;
+
+/// Gzips every regular file under `raw` larger than `min_bytes` that is not already
+/// compressed (`x` becomes `x.gz`); returns the files compressed. A file that fails to
+/// compress is left as it was.
+pub fn compress_raw(raw: &Path, min_bytes: u64) -> Vec<PathBuf> {
+    let mut done = Vec::new();
+    let mut stack = vec![raw.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let big = e.metadata().map(|m| m.len() > min_bytes).unwrap_or(false);
+            let compressed = p
+                .extension()
+                .is_some_and(|x| x == "gz" || x == "nsys-rep" || x == "sqlite");
+            if big && !compressed && gzip(&p).is_ok() {
+                done.push(p);
+            }
+        }
+    }
+    done
+}
+
+fn gzip(path: &Path) -> std::io::Result<()> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".gz");
+    let out = PathBuf::from(name);
+    let result = (|| {
+        let mut input = BufReader::new(File::open(path)?);
+        let mut enc = GzEncoder::new(BufWriter::new(File::create(&out)?), Compression::fast());
+        std::io::copy(&mut input, &mut enc)?;
+        enc.finish()?
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .sync_all()
+    })();
+    match result {
+        Ok(()) => std::fs::remove_file(path),
+        Err(e) => {
+            let _ = std::fs::remove_file(&out);
+            Err(e)
+        }
+    }
+}
+
+/// Compresses all raw files of the runs of `target` in `runs_dir` but the newest
+/// [`KEEP_UNCOMPRESSED`] (run ids start with their capture time, so names sort by age).
+pub fn apply(runs_dir: &Path, target: &str) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(runs_dir) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("raw").is_dir() && is_capture_of(p, target))
+        .collect();
+    runs.sort();
+    let old = runs.len().saturating_sub(KEEP_UNCOMPRESSED);
+    runs.into_iter()
+        .take(old)
+        .flat_map(|r| compress_raw(&r.join("raw"), 0))
+        .collect()
+}
+
+fn is_capture_of(run: &Path, target: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        capture: Option<Target>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Target {
+        target: String,
+    }
+    std::fs::read_to_string(run.join("bundle.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Probe>(&t).ok())
+        .and_then(|p| p.capture)
+        .is_some_and(|c| c.target == target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_newest_runs_and_compresses_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..7 {
+            let run = dir.path().join(format!("2026112{i}-000000-t"));
+            std::fs::create_dir_all(run.join("raw/kineto")).unwrap();
+            std::fs::write(run.join("raw/kineto/trace.json"), "x".repeat(1000)).unwrap();
+            std::fs::write(run.join("bundle.json"), r#"{"capture": {"target": "t"}}"#).unwrap();
+        }
+        let done = apply(dir.path(), "t");
+        assert_eq!(done.len(), 2, "{done:?}");
+        assert!(dir
+            .path()
+            .join("20261120-000000-t/raw/kineto/trace.json.gz")
+            .is_file());
+        assert!(!dir
+            .path()
+            .join("20261120-000000-t/raw/kineto/trace.json")
+            .exists());
+        assert!(dir
+            .path()
+            .join("20261126-000000-t/raw/kineto/trace.json")
+            .is_file());
+        // Another target's runs are untouched.
+        assert!(apply(dir.path(), "other").is_empty());
+    }
+}

@@ -118,3 +118,30 @@ fn sample_runs_carry_their_capture_record() {
         assert!(a.stages.iter().all(|s| !llmprof_bundle::is_warmup(&s.name)));
     }
 }
+
+#[test]
+fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
+    let run = "20261122-020635-deepseek-ocr2-standard";
+    let text =
+        std::fs::read_to_string(fixture("sample-runs").join(run).join("bundle.json")).unwrap();
+    let b = llmprof_bundle::Bundle::from_json(&text).unwrap();
+    assert_eq!(
+        b.workload
+            .as_ref()
+            .unwrap()
+            .image_tokens
+            .as_ref()
+            .unwrap()
+            .value,
+        257
+    );
+    let a = llmprof_analysis::analyze(&b);
+    for stage in ["sam", "vision_encoder", "projector", "prefill", "decode"] {
+        let s = a.stages.iter().find(|s| s.name == stage).unwrap();
+        // FlopCounterMode on the H200 against the analytic count (prefill includes the vision
+        // tower; the counter sees full s² attention).
+        let d = s.counted_vs_analytic_pct.unwrap();
+        assert!(d.abs() < 1.0, "{stage}: {d}%");
+    }
+    assert!(a.findings.iter().any(|f| f.id == "vision_share"));
+}

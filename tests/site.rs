@@ -286,6 +286,7 @@ fn sample_runs_show_capture_overhead_and_nvml() {
     for run in [
         "runs/20261122-013608-qwen2.5-0.5b-deep",
         "runs/20261122-014612-qwen3-moe-small-standard",
+        "runs/20261122-020635-deepseek-ocr2-standard",
     ] {
         let page = read(&site.join(run).join("index.html"));
         for needle in [

@@ -79,11 +79,7 @@ pub fn findings(
     if let Some(f) = vision_share(bundle, src) {
         out.push(f);
     }
-    for stage in bundle
-        .stages
-        .iter()
-        .filter(|s| !llmprof_bundle::is_warmup(&s.name))
-    {
+    for stage in bundle.stages.iter().filter(measured) {
         if let Some(f) = warmup_outlier(stage, src) {
             out.push(f);
         }
@@ -163,7 +159,9 @@ fn warmup_outlier(s: &Stage, src: &str) -> Option<Finding> {
 
 /// The GPU idles while the host launches many short kernels.
 fn launch_bound(bundle: &Bundle, s: &Stage, src: &str) -> Option<Finding> {
-    if s.kernels == 0 || s.gpu_busy_pct >= BUSY_LAUNCH_BOUND_PCT {
+    // A stage of a few milliseconds in all (a projector's three kernels) is not worth a finding.
+    const MIN_WALL_NS: u64 = 5_000_000;
+    if s.kernels == 0 || s.gpu_busy_pct >= BUSY_LAUNCH_BOUND_PCT || s.wall_ns < MIN_WALL_NS {
         return None;
     }
     let mean_kernel = s.kernel_ns as f64 / s.kernels as f64;

@@ -39,13 +39,25 @@ fn analytic(stage: &Stage, role: StageRole, model: &Model, w: Option<&Workload>)
                 return Work::none("prompt length unknown: give --prompt-tokens");
             };
             let logits = w.prefill_logits.as_ref().map_or(1, |l| l.value).min(tokens);
-            let per = batch * model.prefill_flops(tokens, logits);
+            let mut per = batch * model.prefill_flops(tokens, logits);
             let bytes = model.prefill_bytes(w.batch(), tokens);
+            // With image tokens the vision tower runs inside prefill (one image per sequence):
+            // the prefill range includes its work.
+            let images = w.image_tokens.as_ref().is_some_and(|t| t.value > 0);
+            let mut note = None;
+            if let (true, Some(parts)) = (images, model.vision_flops()) {
+                per += batch * parts.iter().map(|&(_, f)| f).sum::<f64>();
+                note = Some(
+                    "prefill FLOPs include the vision tower (one image per sequence); bytes \
+                     count the language model only"
+                        .to_string(),
+                );
+            }
             let n = stage.instances as f64;
             Work {
                 flops: Some(per * n),
                 bytes: Some(bytes * n),
-                note: None,
+                note,
             }
         }
         StageRole::Decode => {

@@ -134,7 +134,17 @@ impl Target {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read ({e})")))?;
-        let target: Target = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        let mut target: Target = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        // Relative paths in a target are relative to the target file.
+        let base = path.parent().unwrap_or(Path::new("."));
+        for p in [&mut target.model.path, &mut target.inputs.images]
+            .into_iter()
+            .flatten()
+        {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
         target.validate().map_err(err)?;
         Ok(target)
     }
@@ -215,7 +225,11 @@ mod tests {
 
     #[test]
     fn shipped_targets_load() {
-        for name in ["qwen2.5-0.5b.toml", "qwen3-moe-small.toml"] {
+        for name in [
+            "qwen2.5-0.5b.toml",
+            "qwen3-moe-small.toml",
+            "deepseek-ocr2.toml",
+        ] {
             let t = Target::load(&shipped(name)).unwrap();
             assert!(t.model_config().is_some(), "{name}");
         }

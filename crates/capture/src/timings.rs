@@ -122,6 +122,19 @@ pub fn counted_flops(raw: &Path) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// Image tokens per sequence the driver put in the LM input (0 for text-only targets).
+pub fn image_tokens(raw: &Path) -> u64 {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        image_tokens: Option<u64>,
+    }
+    ["baseline", "nsys", "kineto", "flops"]
+        .iter()
+        .find_map(|pass| read_json::<Meta>(&raw.join(pass).join("metadata.json"))?.image_tokens)
+        .unwrap_or(0)
+}
+
 /// Python, torch, transformers and CUDA versions the driver recorded (any pass).
 pub fn versions_into(raw: &Path, snap: &mut EnvSnapshot) {
     #[derive(Deserialize)]

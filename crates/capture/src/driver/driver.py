@@ -81,7 +81,7 @@ class Plan:
         "warmup_decode_steps", "sync_each_step",
     }
     MODEL_KEYS = {"config", "path", "dtype", "attn_implementation"}
-    INPUT_KEYS = {"prompt_tokens", "max_new_tokens", "batch_size", "seed"}
+    INPUT_KEYS = {"prompt_tokens", "max_new_tokens", "batch_size", "seed", "images"}
     STAGE_KEYS = {"modules"}
 
     def __init__(self, raw):
@@ -128,6 +128,16 @@ class Plan:
         self.max_new_tokens = _int(inputs, "max_new_tokens", "plan.inputs", None, 0)
         self.batch_size = _int(inputs, "batch_size", "plan.inputs", 1, 1)
         self.seed = _int(inputs, "seed", "plan.inputs", 0, 0)
+        # A folder of document pages saved as .npz (array `page`, H x W x 3 uint8): the vision
+        # input of OCR / vision-language targets.
+        self.images = _opt(inputs, "images", str, "plan.inputs", None)
+        if self.images is not None:
+            if not os.path.isdir(self.images):
+                raise PlanError(f"plan.inputs.images {self.images!r} is not a directory")
+            pages = sorted(f for f in os.listdir(self.images) if f.endswith(".npz"))
+            if not pages:
+                raise PlanError(f"plan.inputs.images {self.images!r} holds no .npz page")
+            self.pages = [os.path.join(self.images, f) for f in pages]
 
         stages = _opt(raw, "stages", dict, "plan", {}) or {}
         _unknown(stages, self.STAGE_KEYS, "plan.stages")
@@ -376,8 +386,51 @@ class TextWorkload:
         return {"input_ids": self.input_ids}
 
 
+class ImageWorkload(TextWorkload):
+    """A document page per sequence plus a text prompt: the image's placeholder tokens come
+    first, then `prompt_tokens` random text tokens. The page is normalised as the model's image
+    processor does (rescale to [0, 1], ImageNet-standard mean and std of 0.5) at the vision
+    tower's input size."""
+
+    kind = "image"
+
+    def __init__(self, torch, model, plan, device):
+        super().__init__(torch, model, plan, device)
+        import numpy as np
+        cfg = model.config
+        # Random text must not contain the image placeholder token.
+        self.input_ids[self.input_ids == int(cfg.image_token_id)] = 0
+        size = getattr(getattr(cfg, "vision_config", None), "image_size", None) or 1024
+        if isinstance(size, (list, tuple)):
+            size = size[0]
+        pages = []
+        for i in range(plan.batch_size):
+            page = np.load(plan.pages[i % len(plan.pages)])["page"]
+            t = torch.from_numpy(page).permute(2, 0, 1).float().div(255.0)
+            if t.shape[-1] != size or t.shape[-2] != size:
+                t = torch.nn.functional.interpolate(t[None], size=(size, size), mode="bilinear",
+                                                    align_corners=False)[0]
+            pages.append(t.sub(0.5).div(0.5))
+        self.pixel_values = torch.stack(pages).to(device=device, dtype=model.dtype)
+        self.image_token_id = int(cfg.image_token_id)
+        with torch.no_grad():
+            get = getattr(getattr(model, "model", model), "get_image_features", None) \
+                or model.get_image_features
+            feats = get(self.pixel_values[:1])
+            pooled = getattr(feats, "pooler_output", feats)
+            first = pooled[0] if isinstance(pooled, (list, tuple)) else pooled[0]
+            self.image_tokens = int(first.shape[0])
+        img = torch.full((plan.batch_size, self.image_tokens), self.image_token_id,
+                         dtype=torch.long, device=device)
+        self.input_ids = torch.cat([img, self.input_ids], dim=1)
+
+    def prefill_kwargs(self):
+        return {"input_ids": self.input_ids, "pixel_values": self.pixel_values}
+
+
 def make_workload(torch, model, plan, device):
-    # The place to pick a vision-language workload (pixel values, image tokens) by model type.
+    if plan.images is not None:
+        return ImageWorkload(torch, model, plan, device)
     return TextWorkload(torch, model, plan, device)
 
 

@@ -77,6 +77,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
         }
     };
     let mut windows: Vec<Window> = Vec::new();
+    let mut nsys_sqlite: Option<PathBuf> = None;
     let timeout = Duration::from_secs(t.run.timeout_s);
 
     for &pass in &plan.passes {
@@ -138,6 +139,16 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
                     "--nvtx".into(),
                     "--nvtx-include".into(),
                     "decode/".into(),
+                ];
+                // The top kernels by GPU time in the Nsight Systems pass, when it ran.
+                if let Some(re) = nsys_sqlite
+                    .as_deref()
+                    .and_then(|db| top_kernels_regex(db, TOP_K))
+                {
+                    c.push("-k".into());
+                    c.push(re);
+                }
+                c.extend([
                     "-c".into(),
                     "30".into(),
                     "--csv".into(),
@@ -145,7 +156,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
                     "raw".into(),
                     "--metrics".into(),
                     NCU_METRICS.into(),
-                ];
+                ]);
                 c.extend(workload);
                 c
             }
@@ -166,6 +177,9 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
             end_ns: now_ns(),
         });
         capture.passes.push(record);
+        if pass == "nsys" {
+            nsys_sqlite = export_nsys(plan, &raw, timeout, &mut capture, progress);
+        }
     }
     let nvml = sampler.map(|s| {
         let mut series = s.stop();
@@ -173,64 +187,22 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
         series
     });
 
-    // nsys: the report, then its SQLite export.
-    let mut nsys_sqlite = None;
-    if let (Some(nsys), true) = (&plan.nsys, plan.passes.contains(&"nsys")) {
-        let rep = raw.join("nsys/profile.nsys-rep");
-        if rep.is_file() {
-            let sqlite = raw.join("nsys/profile.sqlite");
-            let cmd = vec![
-                nsys.display().to_string(),
-                "export".into(),
-                "--type".into(),
-                "sqlite".into(),
-                "--force-overwrite".into(),
-                "true".into(),
-                "-o".into(),
-                sqlite.display().to_string(),
-                rep.display().to_string(),
-            ];
-            progress("exporting the Nsight Systems report to SQLite");
-            let r = run_one(
-                "nsys-export",
-                &cmd,
-                timeout,
-                None,
-                &raw.join("nsys/export.log"),
-            );
-            if sqlite.is_file() {
-                nsys_sqlite = Some(sqlite);
-            } else {
-                capture.missing.push(format!(
-                    "nsys export failed ({}); the report is kept at raw/nsys/profile.nsys-rep",
-                    r.note.clone().unwrap_or_default()
-                ));
-            }
-            capture.passes.push(r);
-        } else if std::fs::read_dir(raw.join("nsys"))
-            .map(|rd| {
-                rd.flatten()
-                    .any(|e| e.path().extension().is_some_and(|x| x == "qdstrm"))
-            })
-            .unwrap_or(false)
-        {
-            capture.missing.push(
-                "Nsight Systems left only a .qdstrm: its importer could not load libdw.so.1. \
-                 Put elfutils' libdw.so.1 and libelf.so.1 in a folder and run with \
-                 LD_LIBRARY_PATH=<that folder> (shared/gpu/fetch-nsys-libs.sh fetches them)"
-                    .into(),
-            );
-        } else {
-            capture
-                .missing
-                .push("the Nsight Systems pass wrote no report: see raw/nsys/stderr.log".into());
-        }
-    }
     let kineto = [raw.join("kineto/kineto_trace.json")]
         .into_iter()
         .find(|p| p.is_file());
-    let ncu_csv = Some(raw.join("ncu/ncu_decode_raw.csv"))
-        .filter(|p| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false));
+    // ncu prints its table only when it profiled something.
+    let ncu_csv = Some(raw.join("ncu/ncu_decode_raw.csv")).filter(|p| {
+        std::fs::read_to_string(p)
+            .map(|t| t.lines().any(|l| l.starts_with("\"ID\"")))
+            .unwrap_or(false)
+    });
+    if plan.passes.contains(&"ncu") && ncu_csv.is_none() {
+        capture.missing.push(
+            "Nsight Compute profiled no kernel (no table in raw/ncu/ncu_decode_raw.csv; see \
+             raw/ncu/stderr.log)"
+                .into(),
+        );
+    }
 
     // Baseline, overhead, versions, and the metadata ingest reads.
     let timing = timings::read_all(&raw);
@@ -305,6 +277,102 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
         capture,
         nvml,
     })
+}
+
+/// Kernels Nsight Compute profiles in deep mode: the top ones by GPU time in the nsys pass.
+const TOP_K: usize = 5;
+
+/// `regex:^(a|b|c)$` over the short names of the `k` kernels with the most GPU time in an
+/// nsys export; `None` when the export cannot be read.
+fn top_kernels_regex(db: &Path, k: usize) -> Option<String> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT s.value, SUM(k.end - k.start) AS t FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+             JOIN StringIds s ON s.id = k.shortName GROUP BY s.value ORDER BY t DESC LIMIT ?1",
+        )
+        .ok()?;
+    let names: Vec<String> = stmt
+        .query_map([k as i64], |r| r.get::<_, String>(0))
+        .ok()?
+        .flatten()
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let escaped: Vec<String> = names.iter().map(|n| regex_escape(n)).collect();
+    Some(format!("regex:^({})$", escaped.join("|")))
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.^$|?*+()[]{}".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Exports the nsys pass's report to SQLite; records what is missing when it cannot.
+fn export_nsys(
+    plan: &Plan,
+    raw: &Path,
+    timeout: Duration,
+    capture: &mut Capture,
+    progress: &mut dyn FnMut(&str),
+) -> Option<PathBuf> {
+    let nsys = plan.nsys.as_ref()?;
+    let rep = raw.join("nsys/profile.nsys-rep");
+    if rep.is_file() {
+        let sqlite = raw.join("nsys/profile.sqlite");
+        let cmd = vec![
+            nsys.display().to_string(),
+            "export".into(),
+            "--type".into(),
+            "sqlite".into(),
+            "--force-overwrite".into(),
+            "true".into(),
+            "-o".into(),
+            sqlite.display().to_string(),
+            rep.display().to_string(),
+        ];
+        progress("exporting the Nsight Systems report to SQLite");
+        let r = run_one(
+            "nsys-export",
+            &cmd,
+            timeout,
+            None,
+            &raw.join("nsys/export.log"),
+        );
+        let ok = sqlite.is_file();
+        if !ok {
+            capture.missing.push(format!(
+                "nsys export failed ({}); the report is kept at raw/nsys/profile.nsys-rep",
+                r.note.clone().unwrap_or_default()
+            ));
+        }
+        capture.passes.push(r);
+        return ok.then_some(sqlite);
+    }
+    let only_qdstrm = std::fs::read_dir(raw.join("nsys"))
+        .map(|rd| {
+            rd.flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "qdstrm"))
+        })
+        .unwrap_or(false);
+    capture.missing.push(if only_qdstrm {
+        "Nsight Systems left only a .qdstrm: its importer could not load libdw.so.1. Put \
+         elfutils' libdw.so.1 and libelf.so.1 in a folder and run with \
+         LD_LIBRARY_PATH=<that folder> (shared/gpu/fetch-nsys-libs.sh fetches them)"
+            .into()
+    } else {
+        "the Nsight Systems pass wrote no report: see raw/nsys/stderr.log".into()
+    });
+    None
 }
 
 /// Runs one command with a time limit; its stderr goes to `log`, its stdout to `stdout_to` or
@@ -437,4 +505,33 @@ fn manifest(work_dir: &Path, raw: &Path) -> Vec<ManifestEntry> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_kernels_become_an_ncu_name_regex() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.sqlite");
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER);
+             INSERT INTO StringIds VALUES (1, 'nvjet_sm90_tst_64x8'), (2, 'elementwise_kernel'), (3, 'op<x>.y');
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 50, 1), (0, 30, 2), (0, 30, 2), (0, 10, 3);",
+        )
+        .unwrap();
+        drop(c);
+        assert_eq!(
+            top_kernels_regex(&db, 2).as_deref(),
+            Some("regex:^(elementwise_kernel|nvjet_sm90_tst_64x8)$")
+        );
+        assert_eq!(
+            top_kernels_regex(&db, 3).as_deref(),
+            Some("regex:^(elementwise_kernel|nvjet_sm90_tst_64x8|op<x>\\.y)$")
+        );
+        assert!(top_kernels_regex(&dir.path().join("none.sqlite"), 2).is_none());
+    }
 }

@@ -22,12 +22,14 @@
 mod compare;
 mod draw;
 mod nvml;
+mod roofline;
 mod run;
 
 use llmprof_bundle::Category;
 
 pub use compare::{compare_category_mix, compare_stages};
 pub use nvml::nvml_timeline;
+pub use roofline::roofline;
 pub use run::{category_share, speed_of_light, stage_breakdown, top_kernels};
 
 /// Width in pixels of every chart.

@@ -493,3 +493,59 @@ fn nvml_timeline_draws_samples_and_pass_bands() {
         "deterministic"
     );
 }
+
+#[test]
+fn roofline_places_stages_under_the_roof() {
+    use llmprof_bundle::{Analysis, Peak, StageAnalysis, StageRole};
+    let mut b = llmprof_bundle::Bundle::new("roof");
+    assert!(
+        llmprof_charts::roofline(&b).is_none(),
+        "no analysis, no chart"
+    );
+    let stage = |name: &str, role, intensity: f64, tflops: f64| StageAnalysis {
+        stage: 0,
+        name: name.into(),
+        role,
+        flops: Some(1e12),
+        flops_source: Some("analytic".into()),
+        analytic_flops: Some(1e12),
+        counted_flops: None,
+        counted_vs_analytic_pct: None,
+        bytes: Some(1e12 / intensity),
+        tflops: Some(tflops),
+        mfu: Some(tflops / 989.0),
+        mfu_busy: None,
+        mfu_vs_measured: None,
+        gbps: None,
+        mbu: None,
+        mbu_busy: None,
+        mbu_vs_measured: None,
+        intensity: Some(intensity),
+        bound: "memory-bound".into(),
+        note: None,
+    };
+    b.analysis = Some(Analysis {
+        peak: Some(Peak {
+            name: "H200 SXM".into(),
+            dtype: "bf16".into(),
+            tflops: 989.0,
+            gbps: 4800.0,
+            source: "test".into(),
+            measured_tflops: None,
+            measured_gbps: None,
+        }),
+        stages: vec![
+            stage("prefill", StageRole::Prefill, 380.0, 16.3),
+            stage("<script>alert(1)</script>", StageRole::Decode, 1.0, 0.04),
+        ],
+        ..Analysis::default()
+    });
+    let svg = llmprof_charts::roofline(&b).unwrap();
+    assert!(
+        svg.contains("prefill") && svg.contains("ridge 206 FLOP/byte"),
+        "{svg}"
+    );
+    assert!(!svg.contains("<script"));
+    roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(svg, llmprof_charts::roofline(&b).unwrap());
+}

@@ -40,6 +40,7 @@ pub struct RunCharts {
     pub top_kernels: Option<Svg>,
     pub sol: Option<Svg>,
     pub nvml: Option<Svg>,
+    pub roofline: Option<Svg>,
 }
 
 fn charts_of(b: &Bundle) -> RunCharts {
@@ -49,6 +50,7 @@ fn charts_of(b: &Bundle) -> RunCharts {
         top_kernels: llmprof_charts::top_kernels(b, 12).map(Safe),
         sol: llmprof_charts::speed_of_light(b).map(Safe),
         nvml: llmprof_charts::nvml_timeline(b).map(Safe),
+        roofline: llmprof_charts::roofline(b).map(Safe),
     }
 }
 

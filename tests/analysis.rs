@@ -276,3 +276,40 @@ fn counted_flops_from_metadata_are_shown_beside_analytic() {
     // 2% is within the counter's conventions: no mismatch finding.
     assert!(!a.findings.iter().any(|f| f.id == "flops_mismatch"));
 }
+
+/// A real H200 capture ran at full clocks (its NVML samples carry only the idle reason), so no
+/// throttling finding; the same samples marked with a software power cap inside the nsys pass
+/// give one, naming the pass, the share of samples and the reason.
+#[test]
+fn throttling_is_found_only_where_nvml_saw_a_slowdown() {
+    let run = fixture("sample-runs/20261122-013608-qwen2.5-0.5b-deep");
+    let text = std::fs::read_to_string(run.join("bundle.json")).unwrap();
+    let mut b = Bundle::from_json(&text).unwrap();
+    let has = |b: &Bundle| {
+        llmprof_analysis::analyze(b)
+            .findings
+            .into_iter()
+            .find(|f| f.id == "throttling")
+    };
+    assert!(has(&b).is_none(), "real capture has no slowdown samples");
+
+    let nvml = b.nvml.as_mut().unwrap();
+    let w = nvml
+        .windows
+        .iter()
+        .find(|w| w.name == "nsys")
+        .unwrap()
+        .clone();
+    let inside: Vec<usize> = (0..nvml.t_ns.len())
+        .filter(|&i| (w.start_ns..=w.end_ns).contains(&nvml.t_ns[i]))
+        .collect();
+    assert!(inside.len() > 10);
+    for &i in &inside[..10] {
+        nvml.throttle_reasons[i] |= 0x4;
+    }
+    let f = has(&b).expect("throttling finding");
+    assert_eq!(f.evidence.len(), 1, "{:?}", f.evidence);
+    let line = &f.evidence[0];
+    assert!(line.starts_with("nsys: 10 of "), "{line}");
+    assert!(line.contains("software power cap"), "{line}");
+}

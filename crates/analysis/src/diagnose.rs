@@ -84,6 +84,9 @@ pub fn findings(
             out.push(f);
         }
     }
+    if let Some(f) = throttling(bundle) {
+        out.push(f);
+    }
     if let Some(f) = utilization(bundle, src) {
         out.push(f);
     }
@@ -496,6 +499,81 @@ fn vision_share(bundle: &Bundle, src: &str) -> Option<Finding> {
             "The language model dominates prefill; vision is not the first thing to optimize."
         }
         .into(),
+    })
+}
+
+/// NVML clocks-event reasons that lower the SM clock below what the workload asked for
+/// (`nvmlClocksEventReason*` in nvml.h). Idle (0x1), application clocks (0x2), sync boost
+/// (0x10) and display clocks (0x100) are not slowdowns and are left out.
+const SLOWDOWN_REASONS: [(u64, &str); 5] = [
+    (0x4, "software power cap"),
+    (0x8, "hardware slowdown"),
+    (0x20, "software thermal slowdown"),
+    (0x40, "hardware thermal slowdown"),
+    (0x80, "hardware power brake"),
+];
+
+/// The GPU lowered its clocks (power or thermal) during a pass: its timings understate the
+/// card. One evidence line per pass window that saw at least one slowed sample.
+fn throttling(bundle: &Bundle) -> Option<Finding> {
+    let nvml = bundle.nvml.as_ref()?;
+    let mask: u64 = SLOWDOWN_REASONS.iter().map(|(bit, _)| bit).sum();
+    let n = nvml
+        .t_ns
+        .len()
+        .min(nvml.throttle_reasons.len())
+        .min(nvml.sm_clock_mhz.len());
+    let mut evidence = Vec::new();
+    for w in &nvml.windows {
+        let inside: Vec<usize> = (0..n)
+            .filter(|&i| (w.start_ns..=w.end_ns).contains(&nvml.t_ns[i]))
+            .collect();
+        let slowed: Vec<usize> = inside
+            .iter()
+            .copied()
+            .filter(|&i| nvml.throttle_reasons[i] & mask != 0)
+            .collect();
+        if slowed.is_empty() {
+            continue;
+        }
+        let seen = slowed
+            .iter()
+            .fold(0u64, |acc, &i| acc | nvml.throttle_reasons[i]);
+        let reasons: Vec<&str> = SLOWDOWN_REASONS
+            .iter()
+            .filter(|(bit, _)| seen & bit != 0)
+            .map(|(_, name)| *name)
+            .collect();
+        let clocks = |set: &[usize]| -> (u32, u32) {
+            let min = set.iter().map(|&i| nvml.sm_clock_mhz[i]).min().unwrap_or(0);
+            let max = set.iter().map(|&i| nvml.sm_clock_mhz[i]).max().unwrap_or(0);
+            (min, max)
+        };
+        let (slow_min, _) = clocks(&slowed);
+        let (_, pass_max) = clocks(&inside);
+        evidence.push(format!(
+            "{}: {} of {} NVML samples ({:.1}%) slowed by {}; SM clock down to {slow_min} MHz \
+             (highest in the pass {pass_max} MHz, {} ms sampling)",
+            w.name,
+            slowed.len(),
+            inside.len(),
+            100.0 * slowed.len() as f64 / inside.len() as f64,
+            reasons.join(", "),
+            nvml.interval_ms
+        ));
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    Some(Finding {
+        id: "throttling".into(),
+        stage: None,
+        title: "The GPU lowered its clocks during the capture".into(),
+        evidence,
+        recommendation: "Timings from slowed passes understate this GPU: check the power limit \
+                         and cooling (nvidia-smi -q -d PERFORMANCE), then capture again and \
+                         compare before acting on kernel times."
+            .into(),
     })
 }
 

@@ -544,13 +544,9 @@ fn throttling(bundle: &Bundle) -> Option<Finding> {
             .filter(|(bit, _)| seen & bit != 0)
             .map(|(_, name)| *name)
             .collect();
-        let clocks = |set: &[usize]| -> (u32, u32) {
-            let min = set.iter().map(|&i| nvml.sm_clock_mhz[i]).min().unwrap_or(0);
-            let max = set.iter().map(|&i| nvml.sm_clock_mhz[i]).max().unwrap_or(0);
-            (min, max)
-        };
-        let (slow_min, _) = clocks(&slowed);
-        let (_, pass_max) = clocks(&inside);
+        let slow_min = slowed.iter().map(|&i| nvml.sm_clock_mhz[i]).min();
+        let pass_max = inside.iter().map(|&i| nvml.sm_clock_mhz[i]).max();
+        let (slow_min, pass_max) = (slow_min.unwrap_or(0), pass_max.unwrap_or(0));
         evidence.push(format!(
             "{}: {} of {} NVML samples ({:.1}%) slowed by {}; SM clock down to {slow_min} MHz \
              (highest in the pass {pass_max} MHz, {} ms sampling)",

@@ -99,11 +99,7 @@ fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
         t.row(vec![
             p.name.clone(),
             format!("{:.1}", p.wall_ns as f64 / 1e9),
-            if p.ok {
-                "ok".into()
-            } else {
-                format!("failed: {}", p.note.clone().unwrap_or_default())
-            },
+            p.outcome(),
         ]);
     }
     s.push_str(&t.render(width));

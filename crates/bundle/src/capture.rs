@@ -46,6 +46,17 @@ pub struct PassRecord {
     pub note: Option<String>,
 }
 
+impl PassRecord {
+    /// `ok`, or `failed: <note>`: the result cell every view shows for a pass.
+    pub fn outcome(&self) -> String {
+        if self.ok {
+            "ok".into()
+        } else {
+            format!("failed: {}", self.note.as_deref().unwrap_or_default())
+        }
+    }
+}
+
 /// Host-measured stage timings over the measured iterations of one pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageTimings {

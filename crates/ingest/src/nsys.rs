@@ -175,17 +175,28 @@ impl Export<'_> {
         Ok(rows)
     }
 
-    /// Values of an `ENUM_*` table by its `name` column.
-    fn enum_ids(&self, table: &str) -> HashMap<String, i64> {
+    /// `(id, column)` rows of an `ENUM_*` table; empty when the export lacks the table.
+    fn enum_rows(&self, table: &str, column: &str) -> Vec<(i64, String)> {
         if !self.has(table) {
-            return HashMap::new();
+            return Vec::new();
         }
-        let Ok(mut stmt) = self.conn.prepare(&format!("SELECT id, name FROM {table}")) else {
-            return HashMap::new();
+        let Ok(mut stmt) = self
+            .conn
+            .prepare(&format!("SELECT id, {column} FROM {table}"))
+        else {
+            return Vec::new();
         };
-        stmt.query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, i64>(0)?)))
+        stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .and_then(|rows| rows.collect())
             .unwrap_or_default()
+    }
+
+    /// Values of an `ENUM_*` table by its `name` column.
+    fn enum_ids(&self, table: &str) -> HashMap<String, i64> {
+        self.enum_rows(table, "name")
+            .into_iter()
+            .map(|(id, name)| (name, id))
+            .collect()
     }
 
     fn read_ranges(
@@ -524,15 +535,7 @@ impl Export<'_> {
 
     /// `id -> label` of an `ENUM_*` table (`Host-to-Device` style labels).
     fn enum_labels(&self, table: &str) -> HashMap<i64, String> {
-        if !self.has(table) {
-            return HashMap::new();
-        }
-        let Ok(mut stmt) = self.conn.prepare(&format!("SELECT id, label FROM {table}")) else {
-            return HashMap::new();
-        };
-        stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .and_then(|rows| rows.collect())
-            .unwrap_or_default()
+        self.enum_rows(table, "label").into_iter().collect()
     }
 
     /// `name -> value` pairs of a two-column metadata table.

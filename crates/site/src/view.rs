@@ -625,11 +625,7 @@ impl RunView {
                     passes.row(vec![
                         p.name.clone(),
                         format!("{:.1}", p.wall_ns as f64 / 1e9),
-                        if p.ok {
-                            "ok".into()
-                        } else {
-                            format!("failed: {}", p.note.clone().unwrap_or_default())
-                        },
+                        p.outcome(),
                         p.command.join(" "),
                     ]);
                 }

@@ -2,6 +2,8 @@
 //! NVIDIA's `nsys stats` CSVs.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -114,3 +116,63 @@ pub fn build_sample_site() -> (tempfile::TempDir, PathBuf, PathBuf) {
     );
     (dir, runs, site)
 }
+
+/// Debian's `chromium` on PATH.
+pub fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::var_os("PATH")?
+            .to_str()?
+            .split(':')
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Serves `root` on 127.0.0.1 from a background thread; returns the port.
+pub fn serve(root: PathBuf) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let path = path
+                .split(['?', '#'])
+                .next()
+                .unwrap_or("/")
+                .trim_start_matches('/');
+            let file = root.join(if path.is_empty() { "index.html" } else { path });
+            let mut out = &stream;
+            match std::fs::read(&file) {
+                Ok(body) if !path.contains("..") => {
+                    let ct = match file.extension().and_then(|e| e.to_str()) {
+                        Some("html") => "text/html; charset=utf-8",
+                        Some("css") => "text/css",
+                        Some("js") => "text/javascript",
+                        Some("json") => "application/json",
+                        Some("svg") => "image/svg+xml",
+                        _ => "text/plain; charset=utf-8",
+                    };
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = out.write_all(&body);
+                }
+                _ => {
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                }
+            }
+        }
+    });
+    port
+}
+

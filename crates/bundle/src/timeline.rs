@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Launch;
+
 /// The run's GPU ops and stage ranges on one time axis.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
@@ -18,6 +20,14 @@ pub struct Timeline {
     pub t0_ns: i64,
     /// Last op or range end, relative to `t0_ns`.
     pub end_ns: u64,
+    /// UTC ns since the Unix epoch of `t0_ns`, when the source records its clock's epoch
+    /// (Nsight Systems' session start, the PyTorch profiler's `baseTimeNanoseconds`). It puts
+    /// NVML samples, which carry UTC times, on this time axis.
+    #[serde(default)]
+    pub t0_epoch_ns: Option<i64>,
+    /// Distinct kernel launch geometries; `kernels.launch` indexes into this list.
+    #[serde(default)]
+    pub launches: Vec<Launch>,
     /// CUDA stream ids; `stream` columns index into this list.
     pub streams: Vec<u64>,
     pub kernels: TimelineKernels,
@@ -36,6 +46,10 @@ pub struct TimelineKernels {
     pub kernel: Vec<u32>,
     /// Innermost enclosing stage (`stages[]` index), or `null`.
     pub stage: Vec<Option<u32>>,
+    /// Launch geometry (index into [`Timeline::launches`]), or `null` where the source has
+    /// none. Empty in timelines written before this column existed.
+    #[serde(default)]
+    pub launch: Vec<Option<u32>>,
 }
 
 /// Memcpys and memsets, sorted by start.

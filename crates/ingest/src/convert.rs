@@ -65,6 +65,7 @@ struct OpAcc {
     end: i64,
     row: u32,
     bytes: u64,
+    launch: Option<Launch>,
 }
 
 /// Builds stages, kernels, totals and the timeline from format-free records.
@@ -181,6 +182,7 @@ impl TraceConverter {
             end: op.end,
             row,
             bytes,
+            launch,
         });
     }
 
@@ -500,6 +502,8 @@ impl TraceConverter {
         order.sort_by_key(|&i| (self.ops[i].start, self.ops[i].end));
         let mut kernels = TimelineKernels::default();
         let mut mem_ops = TimelineMemOps::default();
+        let mut launches: Vec<Launch> = Vec::new();
+        let mut launch_ids: HashMap<Launch, u32> = HashMap::default();
         for i in order {
             let op = &self.ops[i];
             let stage = attribution
@@ -514,6 +518,12 @@ impl TraceConverter {
                 kernels.stream.push(stream_idx(op.stream));
                 kernels.kernel.push(id);
                 kernels.stage.push(stage);
+                kernels.launch.push(op.launch.map(|l| {
+                    *launch_ids.entry(l).or_insert_with(|| {
+                        launches.push(l);
+                        launches.len() as u32 - 1
+                    })
+                }));
             } else {
                 mem_ops.start.push(rel);
                 mem_ops.dur.push(dur);
@@ -537,6 +547,8 @@ impl TraceConverter {
             run_id: String::new(),
             t0_ns: t0,
             end_ns: span(t0, end),
+            t0_epoch_ns: None,
+            launches,
             streams,
             kernels,
             mem_ops,

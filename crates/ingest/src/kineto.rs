@@ -107,6 +107,8 @@ pub fn read(
     report_counts(&counts, diags);
     let (operators, stage_names) = operators(&strings, &ops, &annotations, &gpu_ops, &runtime_ext);
     let mut facts = header.facts();
+    // Event timestamps are relative to `baseTimeNanoseconds`.
+    facts.clock_zero_epoch_ns = header.base_time_ns;
     if let (Some(base), Some(first)) = (header.base_time_ns, first_ts) {
         facts.captured_at_epoch_ns = Some(base + first);
     }

@@ -79,6 +79,8 @@ pub struct SourceFacts {
     pub environment: Environment,
     /// UTC time the capture started, ns since the Unix epoch.
     pub captured_at_epoch_ns: Option<i64>,
+    /// UTC ns since the epoch of the source clock's zero, when the source records it.
+    pub clock_zero_epoch_ns: Option<i64>,
 }
 
 /// Runs the parsers `req` names and assembles one bundle.
@@ -189,7 +191,13 @@ pub fn ingest(
             mem_ops: parts.timeline.mem_ops.start.len() as u64,
             ranges: parts.timeline.ranges.start.len() as u64,
         });
-        timeline = Some(parts.timeline);
+        let mut t = parts.timeline;
+        // The timing source's facts come first: nsys is read before kineto.
+        t.t0_epoch_ns = facts
+            .first()
+            .and_then(|f| f.clock_zero_epoch_ns)
+            .map(|zero| zero.saturating_add(t.t0_ns));
+        timeline = Some(t);
         let mut d = diags.finish();
         d.append(&mut bundle.diagnostics);
         bundle.diagnostics = d;

@@ -597,6 +597,8 @@ impl Export<'_> {
             env.command = Some(parts.join(" "));
         }
         facts.captured_at_epoch_ns = self.session_start();
+        // Export timestamps are ns since the session start.
+        facts.clock_zero_epoch_ns = facts.captured_at_epoch_ns;
         facts
     }
 

@@ -71,6 +71,53 @@ pub enum Step<'a> {
 
 const CACHE_FILE: &str = ".llmprof-site-cache.json";
 
+/// A run's bundle as a script (the viewer reads data by `<script>` tags, which work from
+/// `file://` where `fetch` does not).
+const BUNDLE_JS: &str = "bundle.js";
+/// A run's timeline as a script.
+const TIMELINE_JS: &str = "timeline.js";
+
+/// A run of the site: its output directory name, bundle, and whether it has a timeline.
+#[derive(Debug)]
+pub struct SiteRun {
+    pub id: String,
+    pub has_timeline: bool,
+    pub bundle: Bundle,
+}
+
+/// `window.LLMPROF_DATA["<kind>/<id>"] = "<text>";` — the text as one JSON string literal
+/// (valid JavaScript), so the viewer hands it to the Rust parser without a second parse.
+fn data_script(kind: &str, id: &str, text: &str) -> String {
+    let key = serde_json::to_string(&format!("{kind}/{id}")).unwrap_or_default();
+    let value = serde_json::to_string(text).unwrap_or_default();
+    format!(
+        "(window.LLMPROF_DATA = window.LLMPROF_DATA || {{}})[{key}] = {value};\n"
+    )
+}
+
+/// The run's timeline file: `timeline.json`, or `timeline.json.gz` as sample runs keep it.
+fn timeline_source(dir: &Path) -> Option<PathBuf> {
+    let plain = dir.join(TIMELINE_FILE);
+    let gz = dir.join(format!("{TIMELINE_FILE}.gz"));
+    [plain, gz].into_iter().find(|p| p.is_file())
+}
+
+fn read_timeline(path: &Path) -> Result<String, SiteError> {
+    let bad = |message: String| SiteError::Runs {
+        path: path.to_path_buf(),
+        message,
+    };
+    let bytes = fs::read(path).map_err(|e| bad(format!("cannot read ({e})")))?;
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            .map_err(|e| bad(format!("not a valid gzip of timeline.json ({e})")))?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Cache {
     /// llmprof version + template/asset hash: a new binary re-renders everything.
@@ -101,7 +148,7 @@ pub fn build(
         runs: BTreeMap::new(),
     };
     let mut report = BuildReport::default();
-    let mut bundles: Vec<Bundle> = Vec::new();
+    let mut runs: Vec<SiteRun> = Vec::new();
     let total = found.len();
     for (i, dir) in found.iter().enumerate() {
         let path = dir.join(BUNDLE_FILE);
@@ -127,6 +174,7 @@ pub fn build(
             id: &bundle.run_id,
         });
         let id = safe_id(&bundle.run_id, dir);
+        let timeline_src = timeline_source(dir);
         let hash = hash_of(&text);
         let run_out = opts.out_dir.join("runs").join(&id);
         let page = run_out.join("index.html");
@@ -134,33 +182,52 @@ pub fn build(
             report.unchanged += 1;
         } else {
             fs::create_dir_all(&run_out).map_err(|e| write_err(&run_out, e))?;
-            let has_timeline = dir.join(TIMELINE_FILE).is_file();
             let raw = publish_raw(dir, &run_out)?;
-            let (html, md) = pages::run_page(&bundle, has_timeline, &raw)?;
+            let (html, md) = pages::run_page(&bundle, &id, timeline_src.is_some(), &raw)?;
             write(&page, html.as_bytes())?;
             write(&run_out.join("report.md"), md.as_bytes())?;
             write(&run_out.join(BUNDLE_FILE), text.as_bytes())?;
-            if has_timeline {
-                fs::copy(dir.join(TIMELINE_FILE), run_out.join(TIMELINE_FILE))
-                    .map_err(|e| write_err(&run_out, e))?;
+            write(&run_out.join(BUNDLE_JS), data_script("bundle", &id, &text).as_bytes())?;
+            match &timeline_src {
+                Some(src) => {
+                    let timeline = read_timeline(src)?;
+                    write(&run_out.join(TIMELINE_FILE), timeline.as_bytes())?;
+                    write(
+                        &run_out.join(TIMELINE_JS),
+                        data_script("timeline", &id, &timeline).as_bytes(),
+                    )?;
+                }
+                None => {
+                    let _ = fs::remove_file(run_out.join(TIMELINE_FILE));
+                    let _ = fs::remove_file(run_out.join(TIMELINE_JS));
+                }
             }
             report.rendered += 1;
         }
-        cache.runs.insert(id, hash);
-        bundles.push(bundle);
+        cache.runs.insert(id.clone(), hash);
+        runs.push(SiteRun {
+            id,
+            has_timeline: timeline_src.is_some(),
+            bundle,
+        });
     }
     progress(Step::Pages);
     // Newest first.
-    bundles.sort_by(|a, b| {
-        b.captured_at
-            .cmp(&a.captured_at)
-            .then(a.run_id.cmp(&b.run_id))
+    runs.sort_by(|a, b| {
+        b.bundle
+            .captured_at
+            .cmp(&a.bundle.captured_at)
+            .then(a.bundle.run_id.cmp(&b.bundle.run_id))
     });
     let index = opts.out_dir.join("index.html");
-    write(&index, pages::index_page(&bundles)?.as_bytes())?;
+    write(&index, pages::index_page(&runs)?.as_bytes())?;
     write(
         &opts.out_dir.join("compare.html"),
-        pages::compare_page(&bundles)?.as_bytes(),
+        pages::compare_page(&runs)?.as_bytes(),
+    )?;
+    write(
+        &opts.out_dir.join("timeline.html"),
+        pages::timeline_page(&runs)?.as_bytes(),
     )?;
     for (name, bytes) in pages::ASSETS {
         write(&opts.out_dir.join("static").join(name), bytes)?;
@@ -180,7 +247,7 @@ pub fn build(
         message: e.to_string(),
     })?;
     write(&cache_path, cache_text.as_bytes())?;
-    report.runs = bundles.len();
+    report.runs = runs.len();
     report.index = index;
     Ok(report)
 }

@@ -5,10 +5,10 @@ use std::hash::{Hash, Hasher};
 
 use askama::filters::Safe;
 use askama::Template;
-use llmprof_bundle::{Bundle, Category, OpKind, StageRole};
+use llmprof_bundle::{Bundle, Category, OpKind};
 
 use crate::view::{IndexRow, RunView, TableView};
-use crate::SiteError;
+use crate::{SiteError, SiteRun};
 
 /// Pre-rendered chart markup. The charts crate escapes every text it draws (tested there with
 /// hostile names), so its output is the only unescaped markup a page holds.
@@ -18,6 +18,17 @@ pub type Svg = Safe<String>;
 pub const ASSETS: &[(&str, &[u8])] = &[
     ("style.css", include_bytes!("../../../static/style.css")),
     ("site.js", include_bytes!("../../../static/site.js")),
+    ("timeline.js", include_bytes!("../../../static/timeline.js")),
+    ("compare.js", include_bytes!("../../../static/compare.js")),
+    // The WASM viewer, built from web/viewer by web/build.sh (CI checks it is current).
+    (
+        "viewer/llmprof_viewer.js",
+        include_bytes!("../../../web/dist/llmprof_viewer.js"),
+    ),
+    (
+        "viewer/llmprof_viewer_wasm.js",
+        include_bytes!("../../../web/dist/llmprof_viewer_wasm.js"),
+    ),
 ];
 
 /// Hash of the templates' output-affecting inputs: assets and the crate version.
@@ -69,6 +80,8 @@ struct RunPage<'a> {
     version: &'a str,
     v: &'a RunView,
     charts: RunCharts,
+    /// The run's directory name in the site (the timeline link's `#run=`).
+    id: &'a str,
     has_timeline: bool,
     /// Raw artifacts (path relative to the run page, published or only listed).
     raw: &'a [(String, bool)],
@@ -97,6 +110,8 @@ struct ComparePage<'a> {
     title: &'a str,
     version: &'a str,
     runs: Vec<String>,
+    /// (directory name, run id) per run, for the interactive comparison's run picker.
+    dirs: Vec<(String, String)>,
     stages: TableView,
     efficiency: TableView,
     mix: TableView,
@@ -114,6 +129,7 @@ fn render_err(what: &str) -> impl Fn(askama::Error) -> SiteError + '_ {
 /// The run page and its `report.md`.
 pub fn run_page(
     b: &Bundle,
+    id: &str,
     has_timeline: bool,
     raw: &[(String, bool)],
 ) -> Result<(String, String), SiteError> {
@@ -124,6 +140,7 @@ pub fn run_page(
         version: VERSION,
         v: &v,
         charts: charts_of(b),
+        id,
         has_timeline,
         raw,
     }
@@ -138,18 +155,62 @@ pub fn run_page(
     Ok((html, md))
 }
 
-pub fn index_page(bundles: &[Bundle]) -> Result<String, SiteError> {
+pub fn index_page(runs: &[SiteRun]) -> Result<String, SiteError> {
     IndexPage {
         root: "",
         title: "Profiled runs",
         version: VERSION,
-        rows: bundles.iter().map(|b| RunView::of(b).index).collect(),
+        rows: runs
+            .iter()
+            .map(|r| {
+                let mut row = RunView::of(&r.bundle).index;
+                row.dir = r.id.clone();
+                row
+            })
+            .collect(),
     }
     .render()
     .map_err(render_err("the index page"))
 }
 
-pub fn compare_page(bundles: &[Bundle]) -> Result<String, SiteError> {
+#[derive(Template)]
+#[template(path = "timeline.html")]
+struct TimelinePage<'a> {
+    root: &'a str,
+    title: &'a str,
+    version: &'a str,
+    /// (directory name, label) of the runs that have a timeline.
+    runs: Vec<(String, String)>,
+}
+
+/// The WASM kernel timeline; it opens the run named in the URL hash.
+pub fn timeline_page(runs: &[SiteRun]) -> Result<String, SiteError> {
+    TimelinePage {
+        root: "",
+        title: "Kernel timeline",
+        version: VERSION,
+        runs: runs
+            .iter()
+            .filter(|r| r.has_timeline)
+            .map(|r| {
+                let label = match &r.bundle.label {
+                    Some(l) if !l.is_empty() => format!("{} ({l})", r.id),
+                    _ => r.id.clone(),
+                };
+                (r.id.clone(), label)
+            })
+            .collect(),
+    }
+    .render()
+    .map_err(render_err("the timeline page"))
+}
+
+pub fn compare_page(site_runs: &[SiteRun]) -> Result<String, SiteError> {
+    let bundles: Vec<&Bundle> = site_runs.iter().map(|r| &r.bundle).collect();
+    let dirs: Vec<(String, String)> = site_runs
+        .iter()
+        .map(|r| (r.id.clone(), r.bundle.run_id.clone()))
+        .collect();
     let runs: Vec<String> = bundles.iter().map(|b| b.run_id.clone()).collect();
     let headers = |first: &str| -> Vec<(String, bool)> {
         std::iter::once((first.to_string(), false))
@@ -166,7 +227,7 @@ pub fn compare_page(bundles: &[Bundle]) -> Result<String, SiteError> {
     };
     // Per-stage wall time.
     let mut stage_names: Vec<String> = Vec::new();
-    for b in bundles {
+    for b in &bundles {
         for s in &b.stages {
             if !stage_names.contains(&s.name) {
                 stage_names.push(s.name.clone());
@@ -176,7 +237,7 @@ pub fn compare_page(bundles: &[Bundle]) -> Result<String, SiteError> {
     let mut stages = table("Stage");
     for name in &stage_names {
         let mut row = vec![name.clone()];
-        for b in bundles {
+        for b in &bundles {
             row.push(
                 b.stages
                     .iter()
@@ -189,7 +250,7 @@ pub fn compare_page(bundles: &[Bundle]) -> Result<String, SiteError> {
     }
     // Efficiency.
     let mut efficiency = table("Metric");
-    let views: Vec<RunView> = bundles.iter().map(RunView::of).collect();
+    let views: Vec<RunView> = bundles.iter().map(|b| RunView::of(b)).collect();
     let metric = |f: &dyn Fn(&IndexRow) -> Option<f64>, digits: usize| -> Vec<String> {
         views
             .iter()
@@ -217,7 +278,7 @@ pub fn compare_page(bundles: &[Bundle]) -> Result<String, SiteError> {
     let mut mix = table("Category");
     for cat in Category::ALL {
         let mut row = vec![cat.as_str().to_string()];
-        for b in bundles {
+        for b in &bundles {
             let total: u64 = b
                 .kernels
                 .iter()
@@ -240,18 +301,18 @@ pub fn compare_page(bundles: &[Bundle]) -> Result<String, SiteError> {
             mix.rows.push(row);
         }
     }
-    let refs: Vec<&Bundle> = bundles.iter().collect();
-    let _ = StageRole::Other;
+    let refs = &bundles;
     ComparePage {
         root: "",
         title: "Compare runs",
         version: VERSION,
         runs,
+        dirs,
         stages,
         efficiency,
         mix,
-        stages_chart: llmprof_charts::compare_stages(&refs).map(Safe),
-        mix_chart: llmprof_charts::compare_category_mix(&refs).map(Safe),
+        stages_chart: llmprof_charts::compare_stages(refs).map(Safe),
+        mix_chart: llmprof_charts::compare_category_mix(refs).map(Safe),
     }
     .render()
     .map_err(render_err("the compare page"))

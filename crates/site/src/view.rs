@@ -128,6 +128,8 @@ pub struct FindingView {
 #[derive(Debug, Clone, Default)]
 pub struct IndexRow {
     pub run_id: String,
+    /// The run's directory name in the site (`runs/<dir>/`), set by the site builder.
+    pub dir: String,
     pub label: String,
     pub model: String,
     pub device: String,

@@ -1,0 +1,123 @@
+// llmprof interactive comparison: loads the WASM viewer and the picked runs' bundles (by
+// <script> tags, so it works from file://), and redraws the plotters figure when the picks or
+// the normalisation change. The figure is computed and drawn in Rust (web/viewer).
+(function () {
+  "use strict";
+  var canvas = document.getElementById("cmp-canvas");
+  if (!canvas || typeof wasm_bindgen === "undefined") return;
+  var status = document.getElementById("cmp-status");
+  var norm = document.getElementById("cmp-norm");
+  var picks = Array.prototype.slice.call(document.querySelectorAll("input.cmp-pick"));
+  var view = null;
+  var loaded = {};
+
+  function hashRuns() {
+    var m = /runs=([^&]*)/.exec(window.location.hash);
+    return m ? m[1].split(",").map(decodeURIComponent).filter(Boolean) : [];
+  }
+
+  // #runs= names run ids (as the index writes them); tick those, or the newest three.
+  function applyHash() {
+    var want = hashRuns();
+    picks.forEach(function (p, i) {
+      p.checked = want.length ? want.indexOf(p.getAttribute("data-run")) >= 0 : i < 3;
+    });
+  }
+
+  function picked() {
+    return picks.filter(function (p) { return p.checked; }).map(function (p) { return p.value; });
+  }
+
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = function () { reject(new Error("cannot load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+
+  function ensure(ids) {
+    return Promise.all(ids.filter(function (id) { return !loaded[id]; }).map(function (id) {
+      return loadScript("runs/" + encodeURIComponent(id) + "/bundle.js").then(function () {
+        var data = window.LLMPROF_DATA || {};
+        var text = data["bundle/" + id];
+        if (typeof text !== "string") throw new Error("runs/" + id + "/bundle.js holds no bundle");
+        view.add_run(text);
+        delete data["bundle/" + id];
+        loaded[id] = true;
+      });
+    }));
+  }
+
+  function update() {
+    if (!view) return;
+    var ids = picked();
+    status.textContent = "Loading " + ids.length + " run(s)…";
+    ensure(ids).then(function () {
+      var notes = JSON.parse(view.render(ids.join(","), norm.value, window.devicePixelRatio || 1));
+      status.textContent = ids.length < 2
+        ? "Pick two or more runs to compare."
+        : ids.length + " runs." + (notes.length ? " Not shown: " + notes.join("; ") + "." : "");
+      document.documentElement.setAttribute("data-viewer", "ready");
+    }).catch(function (e) {
+      status.textContent = "Cannot compare: " + e.message;
+      document.documentElement.setAttribute("data-viewer", "error");
+    });
+  }
+
+  function download(blob, name) {
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  }
+
+  picks.forEach(function (p) {
+    p.addEventListener("change", function () {
+      var ids = picks.filter(function (q) { return q.checked; }).map(function (q) {
+        return encodeURIComponent(q.getAttribute("data-run"));
+      });
+      history.replaceState(null, "", "#runs=" + ids.join(","));
+      own = true;
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+      own = false;
+      update();
+    });
+  });
+  norm.addEventListener("change", update);
+  document.getElementById("cmp-png").addEventListener("click", function () {
+    canvas.toBlob(function (b) { if (b) download(b, "llmprof-compare.png"); }, "image/png");
+  });
+  document.getElementById("cmp-svg").addEventListener("click", function () {
+    if (!view) return;
+    try {
+      var svg = view.svg(picked().join(","), norm.value);
+      download(new Blob([svg], { type: "image/svg+xml" }), "llmprof-compare.svg");
+    } catch (e) {
+      status.textContent = "Cannot export: " + e.message;
+    }
+  });
+  var own = false;
+  window.addEventListener("hashchange", function () {
+    if (own) return;
+    applyHash();
+    update();
+  });
+
+  applyHash();
+  var bin = atob(window.LLMPROF_VIEWER_WASM);
+  var bytes = new Uint8Array(bin.length);
+  for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  wasm_bindgen({ module_or_path: bytes }).then(function () {
+    view = new wasm_bindgen.CompareView(canvas);
+    window.llmprofCompare = view;
+    update();
+  }).catch(function (e) {
+    status.textContent = "Cannot start the viewer: " + e.message;
+    document.documentElement.setAttribute("data-viewer", "error");
+  });
+})();

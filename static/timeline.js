@@ -1,0 +1,303 @@
+// llmprof kernel timeline: loads the WASM viewer and one run's data, and forwards DOM events
+// to it. All drawing, hit-testing, zoom math, search and range statistics are in Rust
+// (web/viewer); this file only wires events and shows the JSON the viewer returns with
+// textContent. Works from file:// (data and wasm arrive by <script> tags, no fetch).
+(function () {
+  "use strict";
+  var canvas = document.getElementById("tl-canvas");
+  if (!canvas) return;
+  var wrap = document.getElementById("tl-wrap");
+  var tip = document.getElementById("tl-tip");
+  var status = document.getElementById("tl-status");
+  var searchBox = document.getElementById("tl-search");
+  var searchStatus = document.getElementById("tl-search-status");
+  var runSelect = document.getElementById("tl-run");
+  var t0 = performance.now();
+  var view = null;
+  var dirty = false;
+  var ownHash = "";
+
+  function el(tag, text) {
+    var e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function hashRun() {
+    var m = /(?:^#|&)run=([^&]*)/.exec(window.location.hash);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+
+  // The runs with a timeline: the run picker's options, written by `llmprof site build`.
+  function runIds() {
+    return Array.prototype.map.call(runSelect.options, function (o) { return o.value; });
+  }
+
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = function () { reject(new Error("cannot load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+
+  function wasmBytes() {
+    var b64 = window.LLMPROF_VIEWER_WASM;
+    var bin = atob(b64);
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return bytes;
+  }
+
+  function frame() {
+    dirty = false;
+    if (!view) return;
+    view.render();
+    var h = view.hash();
+    if (h !== ownHash) {
+      ownHash = h;
+      history.replaceState(null, "", "#" + h);
+    }
+  }
+  function redraw() {
+    if (!dirty) { dirty = true; requestAnimationFrame(frame); }
+  }
+
+  function pos(e) {
+    var r = canvas.getBoundingClientRect();
+    return { x: e.clientX - r.left, y: e.clientY - r.top };
+  }
+
+  function fillKv(tbody, json) {
+    tbody.textContent = "";
+    JSON.parse(json).forEach(function (kv) {
+      var tr = el("tr");
+      tr.appendChild(el("th", kv[0]));
+      tr.appendChild(el("td", kv[1]));
+      tbody.appendChild(tr);
+    });
+  }
+
+  function showTip(json, p) {
+    if (!json) { tip.classList.add("hidden"); return; }
+    var table = el("table");
+    var body = el("tbody");
+    table.appendChild(body);
+    fillKv(body, json);
+    tip.textContent = "";
+    tip.appendChild(table);
+    tip.classList.remove("hidden");
+    var w = wrap.clientWidth;
+    var left = p.x + 14;
+    if (left + tip.offsetWidth > w) left = Math.max(0, p.x - 14 - tip.offsetWidth);
+    tip.style.left = left + "px";
+    tip.style.top = (p.y + 14) + "px";
+  }
+
+  function showPinned(json) {
+    var sec = document.getElementById("tl-pinned-section");
+    if (!json) { sec.classList.add("hidden"); return; }
+    fillKv(document.querySelector("#tl-pinned tbody"), json);
+    sec.classList.remove("hidden");
+  }
+
+  function showRange(json) {
+    var sec = document.getElementById("tl-range-section");
+    if (!json) { sec.classList.add("hidden"); return; }
+    var r = JSON.parse(json);
+    document.getElementById("tl-range-summary").textContent =
+      r.start + " – " + r.end + " (" + r.length + "): " + r.ops + " GPU ops, GPU busy " + r.busy_pct + "%";
+    var body = document.querySelector("#tl-range tbody");
+    body.textContent = "";
+    r.rows.forEach(function (row) {
+      var tr = el("tr");
+      row.forEach(function (c, i) {
+        var td = el("td", c);
+        if (i > 0) td.className = "num";
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    sec.classList.remove("hidden");
+  }
+
+  function showLegend() {
+    var box = document.getElementById("tl-legend");
+    box.textContent = "";
+    var legend = JSON.parse(view.legend());
+    legend[0].forEach(function (c) {
+      var item = el("span");
+      var sw = el("span");
+      sw.className = "sw";
+      sw.style.background = c[1];
+      item.appendChild(sw);
+      item.appendChild(document.createTextNode(c[0]));
+      box.appendChild(item);
+    });
+  }
+
+  function applyHash() {
+    if (!view) return;
+    var q = view.apply_hash(window.location.hash);
+    searchBox.value = q;
+    searchStatus.textContent = q ? view.search(q) : "";
+    showPinned(view.pinned_details());
+    showRange(view.range_json());
+    redraw();
+  }
+
+  function open(id) {
+    if (runIds().indexOf(id) < 0) { status.textContent = "No run " + id + " with a timeline in this site."; return; }
+    status.textContent = "Loading " + id + "…";
+    var base = "runs/" + encodeURIComponent(id) + "/";
+    Promise.all([loadScript(base + "bundle.js"), loadScript(base + "timeline.js")])
+      .then(function () {
+        var data = window.LLMPROF_DATA || {};
+        var b = data["bundle/" + id], t = data["timeline/" + id];
+        if (typeof b !== "string" || typeof t !== "string") throw new Error("the run's data files hold no data for " + id);
+        if (view) { view.free(); view = null; }
+        view = new wasm_bindgen.TimelineView(canvas, b, t, wrap.clientWidth, window.devicePixelRatio || 1);
+        delete data["bundle/" + id];
+        delete data["timeline/" + id];
+        runSelect.value = id;
+        status.textContent = view.title + ": " + view.summary();
+        showLegend();
+        applyHash();
+        view.render();
+        window.llmprofTimeline = { view: view, loadMs: performance.now() - t0 };
+        document.documentElement.setAttribute("data-viewer", "ready");
+      })
+      .catch(function (e) {
+        status.textContent = "Cannot show the timeline: " + e.message;
+        document.documentElement.setAttribute("data-viewer", "error");
+      });
+  }
+
+  // Pointer: drag pans (or selects with Shift / on the axis), a click pins or zooms, two
+  // pointers pinch-zoom.
+  var pointers = {};
+  var drag = null;
+  var pinchDist = 0;
+  canvas.addEventListener("pointerdown", function (e) {
+    if (!view) return;
+    canvas.focus();
+    var p = pos(e);
+    pointers[e.pointerId] = p;
+    canvas.setPointerCapture(e.pointerId);
+    var ids = Object.keys(pointers);
+    if (ids.length === 2) {
+      var a = pointers[ids[0]], b = pointers[ids[1]];
+      pinchDist = Math.hypot(a.x - b.x, a.y - b.y);
+      drag = null;
+      return;
+    }
+    drag = { x0: p.x, y0: p.y, last: p.x, moved: false, select: e.shiftKey || view.on_axis(p.y) };
+  });
+  canvas.addEventListener("pointermove", function (e) {
+    if (!view) return;
+    var p = pos(e);
+    if (pointers[e.pointerId]) pointers[e.pointerId] = p;
+    var ids = Object.keys(pointers);
+    if (ids.length === 2) {
+      var a = pointers[ids[0]], b = pointers[ids[1]];
+      var d = Math.hypot(a.x - b.x, a.y - b.y);
+      if (pinchDist > 0 && d > 0) view.zoom_by(pinchDist / d, (a.x + b.x) / 2);
+      pinchDist = d;
+      redraw();
+      return;
+    }
+    if (drag) {
+      if (Math.abs(p.x - drag.x0) > 3) drag.moved = true;
+      if (drag.select) view.drag_range(drag.x0, p.x);
+      else view.pan(drag.last - p.x);
+      drag.last = p.x;
+      tip.classList.add("hidden");
+      redraw();
+      return;
+    }
+    showTip(view.hover(p.x, p.y), p);
+    redraw();
+  });
+  function endPointer(e) {
+    if (!view) return;
+    delete pointers[e.pointerId];
+    if (!drag) return;
+    var p = pos(e);
+    if (!drag.moved) showPinned(view.click(p.x, p.y));
+    else if (drag.select) showRange(view.select_range(drag.x0, p.x));
+    drag = null;
+    redraw();
+  }
+  canvas.addEventListener("pointerup", endPointer);
+  canvas.addEventListener("pointercancel", function (e) { delete pointers[e.pointerId]; drag = null; });
+  canvas.addEventListener("pointerleave", function () {
+    if (view) { view.leave(); tip.classList.add("hidden"); redraw(); }
+  });
+  canvas.addEventListener("wheel", function (e) {
+    if (!view) return;
+    e.preventDefault();
+    var p = pos(e);
+    var dy = e.deltaMode === 1 ? e.deltaY * 30 : e.deltaY;
+    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(dy)) view.pan(e.shiftKey ? dy : e.deltaX);
+    else view.wheel_zoom(p.x, dy);
+    redraw();
+  }, { passive: false });
+
+  function key(e) {
+    if (!view || e.target === searchBox || e.altKey || e.metaKey || e.ctrlKey) return;
+    var w = wrap.clientWidth;
+    switch (e.key) {
+      case "+": case "=": view.zoom_by(0.7); break;
+      case "-": case "_": view.zoom_by(1 / 0.7); break;
+      case "ArrowLeft": case "a": view.pan(-w / 8); break;
+      case "ArrowRight": case "d": view.pan(w / 8); break;
+      case "0": case "Home": view.reset(); break;
+      case "z": view.zoom_to_selection(); break;
+      case "Escape": view.clear_selection(); view.unpin(); showRange(""); showPinned(""); break;
+      case "/": e.preventDefault(); searchBox.focus(); return;
+      default: return;
+    }
+    e.preventDefault();
+    redraw();
+  }
+  document.addEventListener("keydown", key);
+
+  searchBox.addEventListener("input", function () {
+    if (!view) return;
+    searchStatus.textContent = view.search(searchBox.value);
+    redraw();
+  });
+  document.getElementById("tl-zoom-in").addEventListener("click", function () { if (view) { view.zoom_by(0.7); redraw(); } });
+  document.getElementById("tl-zoom-out").addEventListener("click", function () { if (view) { view.zoom_by(1 / 0.7); redraw(); } });
+  document.getElementById("tl-reset").addEventListener("click", function () { if (view) { view.reset(); redraw(); } });
+  document.getElementById("tl-range-zoom").addEventListener("click", function () { if (view) { view.zoom_to_selection(); redraw(); } });
+  document.getElementById("tl-range-clear").addEventListener("click", function () { if (view) { view.clear_selection(); showRange(""); redraw(); } });
+  document.getElementById("tl-link").addEventListener("click", function () {
+    if (!view) return;
+    var url = window.location.href.split("#")[0] + "#" + view.hash();
+    if (navigator.clipboard) navigator.clipboard.writeText(url).catch(function () {});
+    status.textContent = "Link to this view: " + url;
+  });
+  runSelect.addEventListener("change", function () {
+    window.location.hash = "run=" + encodeURIComponent(runSelect.value);
+  });
+  window.addEventListener("hashchange", function () {
+    if (window.location.hash === "#" + ownHash) return;
+    var id = hashRun();
+    if (view && id && id !== runSelect.value) open(id); else applyHash();
+  });
+  window.addEventListener("resize", function () {
+    if (view) { view.resize(wrap.clientWidth, window.devicePixelRatio || 1); redraw(); }
+  });
+
+  var runs = runIds();
+  if (!runs.length) return;
+  wasm_bindgen({ module_or_path: wasmBytes() }).then(function () {
+    open(hashRun() || runs[0]);
+  }).catch(function (e) {
+    status.textContent = "Cannot start the viewer: " + e.message;
+    document.documentElement.setAttribute("data-viewer", "error");
+  });
+})();

@@ -1,0 +1,110 @@
+//! The WASM viewer in headless Chromium with real input events (Playwright driving Debian's
+//! `chromium`), over http and from `file://`: the canvas is drawn at device resolution,
+//! hovering the run's longest kernel shows its name, duration, stage offset, grid/block and
+//! category, zoom and pan move the window, a Shift-drag selects a range whose table and GPU
+//! busy % match the Rust computation for the range in the URL, search highlights, and the
+//! URL hash reproduces the view in a fresh page. The comparison page draws and exports SVG.
+//!
+//! Needs `chromium`, `node` and `npm ci --prefix tests/browser` (playwright-core). Without
+//! them the test says it did not run, unless `LLMPROF_REQUIRE_BROWSER=1` (set by `.ci/run`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use llmprof_viewer::hash::ViewState;
+use llmprof_viewer::model::Run;
+use llmprof_viewer::{fmt, range};
+
+fn node_with_playwright() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let installed = root
+        .join("tests/browser/node_modules/playwright-core/package.json")
+        .is_file();
+    let node = std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join("node"))
+        .find(|p| p.is_file())?;
+    installed.then_some(node)
+}
+
+#[test]
+fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
+    let (Some(browser), Some(node)) = (chromium(), node_with_playwright()) else {
+        if std::env::var_os("LLMPROF_REQUIRE_BROWSER").is_some() {
+            panic!(
+                "chromium, node or playwright-core is missing but LLMPROF_REQUIRE_BROWSER is set \
+                 (bash .ci/setup installs them)"
+            );
+        }
+        eprintln!("viewer browser test did not run: needs chromium, node and `npm ci --prefix tests/browser`");
+        return;
+    };
+    let (_dir, _runs, site) = build_sample_site();
+    let id = "20261121-235636-sample";
+    let run_dir = site.join("runs").join(id);
+    let bundle = std::fs::read_to_string(run_dir.join("bundle.json")).unwrap();
+    let timeline = std::fs::read_to_string(run_dir.join("timeline.json")).unwrap();
+    let run = Run::from_json(&bundle, &timeline).unwrap();
+    let dur = &run.timeline.kernels.dur;
+    let k = (0..dur.len()).max_by_key(|&i| (dur[i], std::cmp::Reverse(i))).unwrap();
+    let row = run.timeline.kernels.kernel[k] as usize;
+    let name = llmprof_bundle::names::display_name(&run.kernels[row].name);
+    let duration = fmt::duration(dur[k] as f64);
+
+    let port = serve(site.clone());
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let config = serde_json::json!({
+        "chromium": browser,
+        "bases": [format!("http://127.0.0.1:{port}/"), format!("file://{}/", site.display())],
+        "run": id,
+        "kernel": k,
+        "kernel_name": name,
+        "kernel_duration": duration,
+        "screenshot": tmp.join("viewer-timeline.png"),
+        "compare_screenshot": tmp.join("viewer-compare.png"),
+    });
+    let cfg_path = site.join("viewer-test.json");
+    std::fs::write(&cfg_path, config.to_string()).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/viewer.mjs");
+    let o = Command::new(node).arg(&script).arg(&cfg_path).output().unwrap();
+    assert!(
+        o.status.success(),
+        "viewer.mjs failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let bases = out["bases"].as_object().unwrap();
+    assert_eq!(bases.len(), 2, "both http and file:// ran");
+    for (base, res) in bases {
+        // The selected range in the link is what the table shows, per the Rust computation.
+        let hash = res["hash"].as_str().unwrap();
+        let view = ViewState::parse(hash);
+        assert_eq!(view.run, id, "{base}");
+        let (a, b) = view.selection.expect("the hash holds the selection");
+        let stats = range::range_stats(&run, a, b);
+        let summary = res["range_summary"].as_str().unwrap();
+        let busy = format!("GPU busy {:.1}%", stats.busy_pct());
+        assert!(summary.contains(&busy), "{base}: `{summary}` lacks `{busy}`");
+        assert!(summary.contains(&format!("{} GPU ops", fmt::thousands(stats.ops))), "{base}: {summary}");
+        let first = &res["range_rows"][0];
+        let top = &stats.rows[0];
+        assert_eq!(first[0], run.kernels[top.kernel as usize].display.as_str(), "{base}");
+        assert_eq!(first[1], fmt::thousands(top.calls).as_str(), "{base}");
+        assert_eq!(first[2], fmt::duration(top.total_ns as f64).as_str(), "{base}");
+        assert_eq!(view.pinned, Some(k as u32), "{base}: the pinned kernel is in the link");
+        assert_eq!(view.query, "gemm", "{base}");
+        // Zoom and pan moved the window; "0" showed the whole run.
+        let z = &res["zoom"];
+        let span = |w: &serde_json::Value| w[1].as_f64().unwrap() - w[0].as_f64().unwrap();
+        assert!((z["whole"][0].as_f64().unwrap()).abs() < 1.0, "{base}: {z}");
+        assert!((z["whole"][1].as_f64().unwrap() - run.timeline.end_ns as f64).abs() < 1.0);
+        assert!(span(&z["zoomed"]) < span(&z["whole"]) * 0.5, "{base}: {z}");
+    }
+}

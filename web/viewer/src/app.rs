@@ -1,0 +1,598 @@
+//! The browser side: wasm-bindgen classes the page's bootstrap script drives. The script
+//! forwards DOM events (pointer, wheel, keys) as plain numbers and shows the JSON this module
+//! returns with `textContent`, so no input string ever becomes markup.
+
+use plotters::prelude::IntoDrawingArea;
+use plotters_canvas::CanvasBackend;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+use crate::compare::{self, Norm, RunSummary};
+use crate::details::describe;
+use crate::fmt;
+use crate::hash::ViewState;
+use crate::hit::hit;
+use crate::lanes::{Geometry, LaneKind, Layout};
+use crate::measure::Measured;
+use crate::model::{Run, Target};
+use crate::range::range_stats;
+use crate::scene::{self, Align, Overlay, Painter};
+use crate::search::{search, Matches};
+use crate::viewport::Viewport;
+
+fn context_2d(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsError> {
+    canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
+        .ok_or_else(|| JsError::new("this browser gives no 2D canvas context"))
+}
+
+/// [`Painter`] on a 2D canvas whose transform maps CSS pixels to device pixels.
+struct CanvasPainter<'a> {
+    ctx: &'a CanvasRenderingContext2d,
+}
+
+impl CanvasPainter<'_> {
+    /// `text` cut with an ellipsis to fit `max_w` pixels.
+    fn fit(&self, text: &str, max_w: f64) -> Option<String> {
+        let width = |s: &str| self.ctx.measure_text(s).map(|m| m.width()).unwrap_or(0.0);
+        if width(text) <= max_w {
+            return Some(text.to_string());
+        }
+        let chars: Vec<char> = text.chars().collect();
+        let (mut lo, mut hi) = (0usize, chars.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            let s: String = chars[..mid].iter().collect::<String>() + "…";
+            if width(&s) <= max_w {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        (lo > 0).then(|| chars[..lo].iter().collect::<String>() + "…")
+    }
+}
+
+impl Painter for CanvasPainter<'_> {
+    fn fill_rects(&mut self, color: &str, alpha: f64, rects: &[[f64; 4]]) {
+        self.ctx.set_global_alpha(alpha);
+        self.ctx.set_fill_style_str(color);
+        for r in rects {
+            self.ctx.fill_rect(r[0], r[1], r[2], r[3]);
+        }
+        self.ctx.set_global_alpha(1.0);
+    }
+
+    fn stroke_rect(&mut self, r: [f64; 4], color: &str, width: f64) {
+        self.ctx.set_stroke_style_str(color);
+        self.ctx.set_line_width(width);
+        self.ctx.stroke_rect(r[0], r[1], r[2], r[3]);
+    }
+
+    fn text(&mut self, x: f64, y: f64, text: &str, color: &str, align: Align, max_w: f64) {
+        self.ctx.set_font("12px system-ui, sans-serif");
+        self.ctx.set_text_baseline("middle");
+        self.ctx.set_text_align(match align {
+            Align::Left => "left",
+            Align::Center => "center",
+            Align::Right => "right",
+        });
+        self.ctx.set_fill_style_str(color);
+        if let Some(t) = self.fit(text, max_w) {
+            let _ = self.ctx.fill_text(&t, x, y);
+        }
+    }
+
+    fn polyline(&mut self, points: &[(f64, f64)], color: &str, width: f64) {
+        let Some(&(x0, y0)) = points.first() else {
+            return;
+        };
+        self.ctx.begin_path();
+        self.ctx.move_to(x0, y0);
+        for &(x, y) in &points[1..] {
+            self.ctx.line_to(x, y);
+        }
+        self.ctx.set_stroke_style_str(color);
+        self.ctx.set_line_width(width);
+        self.ctx.stroke();
+    }
+
+    fn clip(&mut self, r: [f64; 4]) {
+        self.ctx.save();
+        self.ctx.begin_path();
+        self.ctx.rect(r[0], r[1], r[2], r[3]);
+        self.ctx.clip();
+    }
+
+    fn unclip(&mut self) {
+        self.ctx.restore();
+    }
+}
+
+#[derive(Serialize)]
+struct RangeJson {
+    start: String,
+    end: String,
+    length: String,
+    busy_pct: String,
+    ops: String,
+    rows: Vec<[String; 4]>,
+}
+
+/// The interactive kernel timeline of one run.
+#[derive(Debug)]
+#[wasm_bindgen]
+pub struct TimelineView {
+    run: Run,
+    layout: Layout,
+    vp: Viewport,
+    canvas: HtmlCanvasElement,
+    ctx: CanvasRenderingContext2d,
+    dpr: f64,
+    css_width: f64,
+    matches: Option<Matches>,
+    hover: Option<Target>,
+    pinned: Option<Target>,
+    selection: Option<(u64, u64)>,
+    dragging: Option<(f64, f64)>,
+}
+
+#[wasm_bindgen]
+impl TimelineView {
+    /// Parses the run and sizes the canvas to `css_width` CSS pixels at `dpr` device pixels
+    /// per CSS pixel.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        canvas: HtmlCanvasElement,
+        bundle: &str,
+        timeline: &str,
+        css_width: f64,
+        dpr: f64,
+    ) -> Result<TimelineView, JsError> {
+        let run = Run::from_json(bundle, timeline).map_err(|e| JsError::new(&e.0))?;
+        let ctx = context_2d(&canvas)?;
+        let layout = Layout::new(&run.lanes, Geometry::default());
+        let plot_w = (css_width - layout.geometry.label_w).max(50.0);
+        let vp = Viewport::new(run.timeline.end_ns, plot_w);
+        let mut v = TimelineView {
+            run,
+            layout,
+            vp,
+            canvas,
+            ctx,
+            dpr: 1.0,
+            css_width,
+            matches: None,
+            hover: None,
+            pinned: None,
+            selection: None,
+            dragging: None,
+        };
+        v.resize(css_width, dpr);
+        Ok(v)
+    }
+
+    pub fn resize(&mut self, css_width: f64, dpr: f64) {
+        self.css_width = css_width.max(200.0);
+        self.dpr = if dpr.is_finite() && dpr > 0.0 {
+            dpr.min(4.0)
+        } else {
+            1.0
+        };
+        self.vp
+            .resize(self.css_width - self.layout.geometry.label_w);
+        let h = self.layout.height;
+        self.canvas
+            .set_width((self.css_width * self.dpr).round() as u32);
+        self.canvas.set_height((h * self.dpr).round() as u32);
+        let style = self.canvas.style();
+        let _ = style.set_property("width", &format!("{}px", self.css_width));
+        let _ = style.set_property("height", &format!("{h}px"));
+    }
+
+    /// Draws the current view.
+    pub fn render(&mut self) {
+        let _ = self
+            .ctx
+            .set_transform(self.dpr, 0.0, 0.0, self.dpr, 0.0, 0.0);
+        let ov = Overlay {
+            matches: self.matches.as_ref(),
+            hover: self.hover,
+            pinned: self.pinned,
+            selection: self.selection,
+            dragging: self.dragging,
+        };
+        let mut p = CanvasPainter { ctx: &self.ctx };
+        scene::draw(
+            &self.run,
+            &self.layout,
+            &self.vp,
+            &ov,
+            self.css_width,
+            &mut p,
+        );
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn title(&self) -> String {
+        self.run.title.clone()
+    }
+
+    /// One line about the run for the page header.
+    pub fn summary(&self) -> String {
+        let t = &self.run.timeline;
+        let mut s = format!(
+            "{} kernels, {} memcpy/memset, {} stage instances over {}",
+            fmt::thousands(t.kernels.start.len() as u64),
+            fmt::thousands(t.mem_ops.start.len() as u64),
+            fmt::thousands(t.ranges.start.len() as u64),
+            fmt::duration(t.end_ns as f64)
+        );
+        if !self.run.device.is_empty() {
+            s.push_str(&format!(" on {}", self.run.device));
+        }
+        if let Some(n) = &self.run.counters_note {
+            s.push_str(". ");
+            s.push_str(n);
+        }
+        s
+    }
+
+    /// Wheel at canvas x: zoom (positive `dy` zooms out).
+    pub fn wheel_zoom(&mut self, x: f64, dy: f64) {
+        let factor = (dy.clamp(-300.0, 300.0) / 300.0).exp();
+        self.vp.zoom_at(x - self.layout.geometry.label_w, factor);
+    }
+
+    /// Zooms by `factor` around the middle (keys, buttons, pinch).
+    pub fn zoom_by(&mut self, factor: f64, x: Option<f64>) {
+        let at = x.map_or(self.vp.width / 2.0, |x| x - self.layout.geometry.label_w);
+        self.vp.zoom_at(at, factor);
+    }
+
+    /// Pans by CSS pixels (positive moves later in time).
+    pub fn pan(&mut self, dx: f64) {
+        self.vp.pan_px(dx);
+    }
+
+    /// The whole run.
+    pub fn reset(&mut self) {
+        self.vp.set(0.0, self.run.timeline.end_ns as f64);
+    }
+
+    /// Whether canvas y is on the time axis (a drag there selects a range).
+    pub fn on_axis(&self, y: f64) -> bool {
+        y < self.layout.geometry.axis_h
+    }
+
+    /// Hover at canvas `(x, y)`: the tooltip as JSON `[[label, value], ...]`, or `""`.
+    pub fn hover(&mut self, x: f64, y: f64) -> String {
+        self.hover = hit(&self.run, &self.layout, &self.vp, x, y, 3.0).map(|h| h.1);
+        match self.hover {
+            Some(t) => serde_json::to_string(&describe(&self.run, t)).unwrap_or_default(),
+            None => String::new(),
+        }
+    }
+
+    pub fn leave(&mut self) {
+        self.hover = None;
+    }
+
+    /// Click at `(x, y)`: a stage bar zooms to its instance; a kernel or memcpy is pinned (a
+    /// second click on it unpins). Returns the pinned details JSON, or `""`.
+    pub fn click(&mut self, x: f64, y: f64) -> String {
+        match hit(&self.run, &self.layout, &self.vp, x, y, 3.0).map(|h| h.1) {
+            Some(t @ Target::Range(_)) => {
+                let (s, e) = self.run.span_of(t);
+                let pad = (e - s) as f64 * 0.02;
+                self.vp.set(s as f64 - pad, e as f64 + pad);
+            }
+            Some(t) => {
+                self.pinned = if self.pinned == Some(t) {
+                    None
+                } else {
+                    Some(t)
+                };
+            }
+            None => {}
+        }
+        self.pinned_details()
+    }
+
+    /// Details of the pinned item as JSON, or `""`.
+    pub fn pinned_details(&self) -> String {
+        self.pinned
+            .map(|t| serde_json::to_string(&describe(&self.run, t)).unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    pub fn unpin(&mut self) {
+        self.pinned = None;
+    }
+
+    /// A range drag in progress between canvas x positions.
+    pub fn drag_range(&mut self, x0: f64, x1: f64) {
+        let lw = self.layout.geometry.label_w;
+        self.dragging = Some((self.vp.t_of(x0 - lw), self.vp.t_of(x1 - lw)));
+    }
+
+    /// Ends a range drag: selects it and returns the range table JSON.
+    pub fn select_range(&mut self, x0: f64, x1: f64) -> String {
+        self.dragging = None;
+        let lw = self.layout.geometry.label_w;
+        let end = self.run.timeline.end_ns as f64;
+        let a = self.vp.t_of(x0 - lw).clamp(0.0, end);
+        let b = self.vp.t_of(x1 - lw).clamp(0.0, end);
+        let (a, b) = (a.min(b) as u64, a.max(b) as u64);
+        if b <= a {
+            self.selection = None;
+            return String::new();
+        }
+        self.selection = Some((a, b));
+        self.range_json()
+    }
+
+    /// The selected range's table as JSON, or `""`.
+    pub fn range_json(&self) -> String {
+        let Some((a, b)) = self.selection else {
+            return String::new();
+        };
+        let st = range_stats(&self.run, a, b);
+        let rows = st
+            .rows
+            .iter()
+            .take(200)
+            .map(|r| {
+                let name = self
+                    .run
+                    .kernels
+                    .get(r.kernel as usize)
+                    .map_or_else(String::new, |k| k.display.clone());
+                [
+                    name,
+                    fmt::thousands(r.calls),
+                    fmt::duration(r.total_ns as f64),
+                    fmt::duration(r.mean_ns()),
+                ]
+            })
+            .collect();
+        serde_json::to_string(&RangeJson {
+            start: fmt::duration(a as f64),
+            end: fmt::duration(b as f64),
+            length: fmt::duration((b - a) as f64),
+            busy_pct: format!("{:.1}", st.busy_pct()),
+            ops: fmt::thousands(st.ops),
+            rows,
+        })
+        .unwrap_or_default()
+    }
+
+    pub fn clear_selection(&mut self) {
+        self.selection = None;
+        self.dragging = None;
+    }
+
+    /// Zooms to the selected range.
+    pub fn zoom_to_selection(&mut self) {
+        if let Some((a, b)) = self.selection {
+            self.vp.set(a as f64, b as f64);
+        }
+    }
+
+    /// Sets the search query; returns the status line (matches, or why the query is bad).
+    pub fn search(&mut self, query: &str) -> String {
+        match search(&self.run.kernels, query) {
+            Ok(None) => {
+                self.matches = None;
+                String::new()
+            }
+            Ok(Some(m)) => {
+                let calls = self
+                    .run
+                    .timeline
+                    .kernels
+                    .kernel
+                    .iter()
+                    .chain(&self.run.timeline.mem_ops.kernel)
+                    .filter(|&&k| m.row.get(k as usize).copied().unwrap_or(false))
+                    .count();
+                let s = format!(
+                    "{} kernel name(s), {} launches match",
+                    m.rows_matched,
+                    fmt::thousands(calls as u64)
+                );
+                self.matches = Some(m);
+                s
+            }
+            Err(e) => {
+                self.matches = None;
+                e
+            }
+        }
+    }
+
+    /// The view as a URL hash (without `#`).
+    pub fn hash(&self) -> String {
+        let pinned = match self.pinned {
+            Some(Target::Kernel(i)) => Some(i),
+            _ => None,
+        };
+        ViewState {
+            run: self.run.id.clone(),
+            window: Some((self.vp.t0.round() as i64, self.vp.t1.round() as i64)),
+            selection: self.selection,
+            pinned,
+            query: self
+                .matches
+                .as_ref()
+                .map(|m| m.query.clone())
+                .unwrap_or_default(),
+        }
+        .to_hash()
+    }
+
+    /// Restores a view from a URL hash; returns the query it holds (for the search box).
+    pub fn apply_hash(&mut self, hash: &str) -> String {
+        let v = ViewState::parse(hash);
+        if let Some((a, b)) = v.window {
+            self.vp.set(a as f64, b as f64);
+        }
+        self.selection = v.selection;
+        self.pinned = v
+            .pinned
+            .filter(|&k| (k as usize) < self.run.timeline.kernels.start.len())
+            .map(Target::Kernel);
+        let _ = self.search(&v.query);
+        v.query
+    }
+
+    /// Canvas x (CSS px) of the middle of kernel op `i` and y of its lane, as `[x, y]`, or
+    /// empty when it is off screen. For tests and the "go to" of a pinned kernel.
+    pub fn locate_kernel(&self, i: u32) -> Vec<f64> {
+        let t = Target::Kernel(i);
+        let Some(li) = scene::lane_of(&self.run, t) else {
+            return Vec::new();
+        };
+        let (s, e) = self.run.span_of(t);
+        let x = self.layout.geometry.label_w + self.vp.x_of((s as f64 + e as f64) / 2.0);
+        let (top, h) = self.layout.rows[li];
+        if x < self.layout.geometry.label_w || x > self.css_width {
+            return Vec::new();
+        }
+        vec![x, top + h / 2.0]
+    }
+
+    /// `[start, end]` (ns) of kernel op `i`, or empty past the end.
+    pub fn kernel_span(&self, i: u32) -> Vec<f64> {
+        if (i as usize) >= self.run.timeline.kernels.start.len() {
+            return Vec::new();
+        }
+        let (s, e) = self.run.span_of(Target::Kernel(i));
+        vec![s as f64, e as f64]
+    }
+
+    /// Visible window `[t0, t1]`, ns.
+    pub fn window(&self) -> Vec<f64> {
+        vec![self.vp.t0, self.vp.t1]
+    }
+
+    /// Kernel op index of the longest kernel of the run (a stable target for tests).
+    pub fn longest_kernel(&self) -> Option<u32> {
+        let d = &self.run.timeline.kernels.dur;
+        (0..d.len())
+            .max_by_key(|&i| (d[i], std::cmp::Reverse(i)))
+            .map(|i| i as u32)
+    }
+
+    /// The legend: `[[category, colour], ...]` of the categories this run has.
+    pub fn legend(&self) -> String {
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        for k in &self.run.kernels {
+            let e = (k.category.as_str(), k.color);
+            if !seen.contains(&e) {
+                seen.push(e);
+            }
+        }
+        let lanes: Vec<&str> = self
+            .run
+            .lanes
+            .iter()
+            .filter(|l| matches!(l.kind, LaneKind::Counter(_)))
+            .map(|l| l.label.as_str())
+            .collect();
+        serde_json::to_string(&(seen, lanes)).unwrap_or_default()
+    }
+}
+
+/// The cross-run comparison.
+#[derive(Debug)]
+#[wasm_bindgen]
+pub struct CompareView {
+    runs: Vec<RunSummary>,
+    canvas: HtmlCanvasElement,
+}
+
+#[wasm_bindgen]
+impl CompareView {
+    #[wasm_bindgen(constructor)]
+    pub fn new(canvas: HtmlCanvasElement) -> CompareView {
+        CompareView {
+            runs: Vec::new(),
+            canvas,
+        }
+    }
+
+    /// Adds a run from its `bundle.json` text.
+    pub fn add_run(&mut self, bundle: &str) -> Result<(), JsError> {
+        let b = llmprof_bundle::Bundle::from_json(bundle)
+            .map_err(|e| JsError::new(&format!("bundle.json does not parse: {e}")))?;
+        self.runs.push(RunSummary::from_bundle(&b));
+        Ok(())
+    }
+
+    fn picked(&self, ids: &str) -> Vec<RunSummary> {
+        let want: Vec<&str> = ids.split(',').filter(|s| !s.is_empty()).collect();
+        self.runs
+            .iter()
+            .filter(|r| want.is_empty() || want.contains(&r.id.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Draws the runs named in `ids` (comma-separated; empty = all) normalised by `norm`
+    /// (`token`, `step` or `share`) at `dpr`; returns the notes as JSON.
+    pub fn render(&mut self, ids: &str, norm: &str, dpr: f64) -> Result<String, JsError> {
+        let runs = self.picked(ids);
+        let dpr = if dpr.is_finite() && dpr > 0.0 {
+            dpr.min(4.0)
+        } else {
+            1.0
+        };
+        let (w, h) = compare::figure_size(runs.len());
+        self.canvas.set_width((w as f64 * dpr).round() as u32);
+        self.canvas.set_height((h as f64 * dpr).round() as u32);
+        let style = self.canvas.style();
+        let _ = style.set_property("width", &format!("{w}px"));
+        let _ = style.set_property("height", &format!("{h}px"));
+        let inner = CanvasBackend::with_canvas_object(self.canvas.clone())
+            .ok_or_else(|| JsError::new("this browser gives no 2D canvas context"))?;
+        let root = Measured {
+            inner,
+            ctx: context_2d(&self.canvas)?,
+        }
+        .into_drawing_area();
+        let notes =
+            compare::draw(&root, &runs, Norm::parse(norm), dpr).map_err(|e| JsError::new(&e))?;
+        Ok(serde_json::to_string(&notes).unwrap_or_default())
+    }
+
+    /// The same figure as an SVG document (text measured on the canvas, as on screen).
+    pub fn svg(&self, ids: &str, norm: &str) -> Result<String, JsError> {
+        let runs = self.picked(ids);
+        let (w, h) = compare::figure_size(runs.len());
+        let mut out = String::new();
+        {
+            let root = Measured {
+                inner: plotters::prelude::SVGBackend::with_string(&mut out, (w, h)),
+                ctx: context_2d(&self.canvas)?,
+            }
+            .into_drawing_area();
+            compare::draw(&root, &runs, Norm::parse(norm), 1.0).map_err(|e| JsError::new(&e))?;
+        }
+        Ok(out)
+    }
+
+    /// `[[id, title], ...]` of the loaded runs.
+    pub fn runs(&self) -> String {
+        let v: Vec<(&str, &str)> = self
+            .runs
+            .iter()
+            .map(|r| (r.id.as_str(), r.title.as_str()))
+            .collect();
+        serde_json::to_string(&v).unwrap_or_default()
+    }
+}

@@ -1,0 +1,85 @@
+//! Number formatting for labels and tooltips.
+
+/// A duration in ns with a unit that keeps 3 significant figures: `812 ns`, `4.21 µs`,
+/// `13.0 ms`, `2.50 s`.
+pub fn duration(ns: f64) -> String {
+    let a = ns.abs();
+    let (v, unit) = if a < 1e3 {
+        (ns, "ns")
+    } else if a < 1e6 {
+        (ns / 1e3, "µs")
+    } else if a < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    if unit == "ns" {
+        format!("{v:.0} {unit}")
+    } else if v.abs() < 10.0 {
+        format!("{v:.2} {unit}")
+    } else if v.abs() < 100.0 {
+        format!("{v:.1} {unit}")
+    } else {
+        format!("{v:.0} {unit}")
+    }
+}
+
+/// A time-axis tick step (ns) of 1, 2 or 5 × 10^k so that about `target` ticks span `span_ns`.
+pub fn tick_step(span_ns: f64, target: f64) -> f64 {
+    if !(span_ns > 0.0) || !(target > 0.0) {
+        return 1.0;
+    }
+    let raw = span_ns / target;
+    let mag = 10f64.powf(raw.log10().floor());
+    let norm = raw / mag;
+    let step = if norm < 1.5 {
+        1.0
+    } else if norm < 3.5 {
+        2.0
+    } else if norm < 7.5 {
+        5.0
+    } else {
+        10.0
+    };
+    (step * mag).max(1.0)
+}
+
+/// `1,234,567`.
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_keep_three_figures() {
+        assert_eq!(duration(812.0), "812 ns");
+        assert_eq!(duration(4_213.0), "4.21 µs");
+        assert_eq!(duration(13_040_000.0), "13.0 ms");
+        assert_eq!(duration(2.5e9), "2.50 s");
+    }
+
+    #[test]
+    fn ticks_are_1_2_5() {
+        assert_eq!(tick_step(1e9, 10.0), 1e8);
+        assert_eq!(tick_step(3e6, 10.0), 2e5);
+        assert_eq!(tick_step(4e3, 10.0), 500.0);
+        assert_eq!(tick_step(0.0, 10.0), 1.0);
+    }
+
+    #[test]
+    fn thousands_separates() {
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(999), "999");
+    }
+}

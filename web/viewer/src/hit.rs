@@ -1,0 +1,106 @@
+//! What is under the pointer.
+
+use crate::lanes::{LaneKind, Layout};
+use crate::lod::SpanIndex;
+use crate::model::{Run, Target};
+use crate::viewport::Viewport;
+
+/// Most spans looked at backwards from the pointer (overlapping ranges on one lane).
+const BACK_STEPS: usize = 256;
+
+/// The span of `ix` nearest to time `t` within `tol` ns: one containing `t` if any (the
+/// shortest of those, so a kernel inside a long one is reachable), else the closest edge.
+pub fn nearest(ix: &SpanIndex, t: f64, tol: f64) -> Option<usize> {
+    if ix.is_empty() || !t.is_finite() {
+        return None;
+    }
+    let hi = ix.first_starting_at((t + tol).max(0.0).ceil() as u64 + 1);
+    let mut best: Option<(f64, u64, usize)> = None;
+    let mut j = hi;
+    let mut steps = 0;
+    while j > 0 && steps < BACK_STEPS {
+        j -= 1;
+        steps += 1;
+        if (ix.max_end_upto(j) as f64) < t - tol {
+            break;
+        }
+        let (s, e) = (ix.start(j) as f64, ix.end(j) as f64);
+        let dist = if t < s {
+            s - t
+        } else if t > e {
+            t - e
+        } else {
+            0.0
+        };
+        if dist > tol {
+            continue;
+        }
+        let key = (dist, ix.dur(j), j);
+        if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
+            best = Some(key);
+        }
+    }
+    best.map(|b| b.2)
+}
+
+/// The lane and item under canvas point `(x, y)` (CSS pixels, x from the canvas's left).
+pub fn hit(
+    run: &Run,
+    layout: &Layout,
+    vp: &Viewport,
+    x: f64,
+    y: f64,
+    tol_px: f64,
+) -> Option<(usize, Target)> {
+    let px = x - layout.geometry.label_w;
+    if px < 0.0 || px > vp.width {
+        return None;
+    }
+    let lane_i = layout.lane_at(y)?;
+    let lane = run.lanes.get(lane_i)?;
+    if matches!(lane.kind, LaneKind::Counter(_)) {
+        return None;
+    }
+    let pos = nearest(&lane.index, vp.t_of(px), tol_px * vp.ns_per_px())?;
+    Some((lane_i, run.target(lane, pos as u32)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ix(spans: &[(u64, u64)]) -> SpanIndex {
+        SpanIndex::new(spans.iter().copied())
+    }
+
+    #[test]
+    fn a_point_inside_a_span_hits_it() {
+        let i = ix(&[(0, 10), (20, 10), (40, 10)]);
+        assert_eq!(nearest(&i, 25.0, 0.0), Some(1));
+        assert_eq!(nearest(&i, 20.0, 0.0), Some(1));
+        assert_eq!(nearest(&i, 30.0, 0.0), Some(1));
+        assert_eq!(nearest(&i, 35.0, 0.0), None);
+    }
+
+    #[test]
+    fn tolerance_reaches_the_nearest_edge() {
+        let i = ix(&[(0, 10), (20, 10), (40, 10)]);
+        assert_eq!(nearest(&i, 36.0, 5.0), Some(2));
+        assert_eq!(nearest(&i, 33.0, 5.0), Some(1));
+        assert_eq!(nearest(&i, 100.0, 5.0), None);
+    }
+
+    #[test]
+    fn the_shortest_enclosing_span_wins() {
+        // A long range with a short one inside it (nested stages on one lane).
+        let i = ix(&[(0, 1000), (100, 10)]);
+        assert_eq!(nearest(&i, 105.0, 0.0), Some(1));
+        assert_eq!(nearest(&i, 500.0, 0.0), Some(0));
+    }
+
+    #[test]
+    fn nothing_to_hit() {
+        assert_eq!(nearest(&SpanIndex::default(), 1.0, 1.0), None);
+        assert_eq!(nearest(&ix(&[(0, 1)]), f64::NAN, 1.0), None);
+    }
+}

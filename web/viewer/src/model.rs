@@ -1,0 +1,391 @@
+//! A run as the viewer holds it: the bundle's kernel and stage tables, the timeline's
+//! columns, the lanes with their level-of-detail indexes, and the NVML counters placed on
+//! the timeline's time axis.
+
+use llmprof_bundle::{names, Bundle, Category, Launch, OpKind, Timeline};
+
+use crate::lanes::{Lane, LaneKind};
+
+/// Why a run cannot be shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// One `kernels[]` row of the bundle, as tooltips show it.
+#[derive(Debug, Clone)]
+pub struct KernelInfo {
+    pub name: String,
+    pub display: String,
+    pub kind: OpKind,
+    pub category: Category,
+    pub color: &'static str,
+    /// Nsight Compute figures, formatted (`SM throughput 71.2%`), first result per kernel.
+    pub ncu: Vec<String>,
+}
+
+/// One stage of the bundle.
+#[derive(Debug, Clone)]
+pub struct StageInfo {
+    pub name: String,
+    /// Range positions (in [`Timeline::ranges`]) of this stage's instances, by start.
+    pub instances: Vec<u32>,
+}
+
+/// An NVML series on the timeline's axis.
+#[derive(Debug, Clone)]
+pub struct Counter {
+    pub name: &'static str,
+    pub unit: &'static str,
+    /// ns relative to the timeline's `t0` (negative before it).
+    pub t: Vec<f64>,
+    pub v: Vec<f64>,
+    /// Top of the lane's scale.
+    pub max: f64,
+}
+
+/// Everything the timeline draws, derived once at load.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: String,
+    pub title: String,
+    pub device: String,
+    pub timeline: Timeline,
+    pub kernels: Vec<KernelInfo>,
+    pub stages: Vec<StageInfo>,
+    pub lanes: Vec<Lane>,
+    pub counters: Vec<Counter>,
+    /// Why the NVML lanes are absent, when the bundle has samples but they cannot be placed.
+    pub counters_note: Option<String>,
+}
+
+/// What a lane item stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Kernel(u32),
+    MemOp(u32),
+    Range(u32),
+}
+
+impl Run {
+    /// Parses `bundle.json` and `timeline.json` text and builds the lanes.
+    pub fn from_json(bundle: &str, timeline: &str) -> Result<Run, LoadError> {
+        let bundle = Bundle::from_json(bundle)
+            .map_err(|e| LoadError(format!("bundle.json does not parse: {e}")))?;
+        let timeline = Timeline::from_json(timeline)
+            .map_err(|e| LoadError(format!("timeline.json does not parse: {e}")))?;
+        Run::new(&bundle, timeline)
+    }
+
+    /// Builds the lanes of `timeline`, whose rows refer to `bundle`'s tables.
+    pub fn new(bundle: &Bundle, timeline: Timeline) -> Result<Run, LoadError> {
+        check_columns(&timeline)?;
+        let kernels: Vec<KernelInfo> = bundle
+            .kernels
+            .iter()
+            .map(|k| KernelInfo {
+                name: k.name.clone(),
+                display: names::display_name(&k.name),
+                kind: k.kind,
+                category: k.category,
+                color: color_of(k.category),
+                ncu: k
+                    .ncu
+                    .first()
+                    .and_then(|&i| bundle.ncu.get(i as usize))
+                    .map(ncu_lines)
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let n_kernels = kernels.len() as u32;
+        if let Some(bad) = timeline
+            .kernels
+            .kernel
+            .iter()
+            .chain(&timeline.mem_ops.kernel)
+            .find(|&&k| k >= n_kernels)
+        {
+            return Err(LoadError(format!(
+                "timeline.json refers to kernel row {bad}, but bundle.json has {n_kernels} rows \
+                 (the two files are from different runs?)"
+            )));
+        }
+        let mut stages: Vec<StageInfo> = bundle
+            .stages
+            .iter()
+            .map(|s| StageInfo {
+                name: if s.domain.is_empty() {
+                    s.name.clone()
+                } else {
+                    format!("{}:{}", s.domain, s.name)
+                },
+                instances: Vec::new(),
+            })
+            .collect();
+        for (pos, &s) in timeline.ranges.stage.iter().enumerate() {
+            match stages.get_mut(s as usize) {
+                Some(st) => st.instances.push(pos as u32),
+                None => {
+                    return Err(LoadError(format!(
+                        "timeline.json refers to stage {s}, but bundle.json has {} stages",
+                        bundle.stages.len()
+                    )))
+                }
+            }
+        }
+        let mut lanes = build_lanes(&timeline);
+        let (counters, counters_note) = counters(bundle, &timeline);
+        for (i, c) in counters.iter().enumerate() {
+            lanes.push(Lane::counter(i, format!("{} ({})", c.name, c.unit)));
+        }
+        Ok(Run {
+            id: bundle.run_id.clone(),
+            title: bundle
+                .label
+                .clone()
+                .or_else(|| bundle.model.as_ref().and_then(|m| m.model_type.clone()))
+                .unwrap_or_else(|| bundle.run_id.clone()),
+            device: bundle
+                .device
+                .as_ref()
+                .map(|d| d.name.clone())
+                .unwrap_or_default(),
+            timeline,
+            kernels,
+            stages,
+            lanes,
+            counters,
+            counters_note,
+        })
+    }
+
+    /// The item at `pos` of `lane`.
+    pub fn target(&self, lane: &Lane, pos: u32) -> Option<Target> {
+        let g = *lane.items.get(pos as usize)?;
+        Some(match lane.kind {
+            LaneKind::Stages { .. } => Target::Range(g),
+            LaneKind::Stream(_) => Target::Kernel(g),
+            LaneKind::MemOps => Target::MemOp(g),
+            LaneKind::Counter(_) => return None,
+        })
+    }
+
+    /// Start and end (ns from t0) of a target.
+    pub fn span_of(&self, t: Target) -> (u64, u64) {
+        let (s, d) = match t {
+            Target::Kernel(i) => col2(&self.timeline.kernels.start, &self.timeline.kernels.dur, i),
+            Target::MemOp(i) => col2(&self.timeline.mem_ops.start, &self.timeline.mem_ops.dur, i),
+            Target::Range(i) => col2(&self.timeline.ranges.start, &self.timeline.ranges.dur, i),
+        };
+        (s, s.saturating_add(d))
+    }
+
+    /// The innermost stage instance (range position) that encloses kernel op `i`.
+    pub fn stage_instance_of_kernel(&self, i: u32) -> Option<u32> {
+        let k = &self.timeline.kernels;
+        let stage = (*k.stage.get(i as usize)?)?;
+        let t = *k.start.get(i as usize)?;
+        let inst = &self.stages.get(stage as usize)?.instances;
+        let r = &self.timeline.ranges;
+        let p = inst.partition_point(|&pos| r.start[pos as usize] <= t);
+        let pos = *inst.get(p.checked_sub(1)?)?;
+        (r.start[pos as usize] + r.dur[pos as usize] >= t).then_some(pos)
+    }
+
+    /// Launch geometry of kernel op `i`, where the timeline has it.
+    pub fn launch_of(&self, i: u32) -> Option<&Launch> {
+        let l = (*self.timeline.kernels.launch.get(i as usize)?)?;
+        self.timeline.launches.get(l as usize)
+    }
+
+    /// Display name of the stage a range position belongs to.
+    pub fn range_name(&self, pos: u32) -> &str {
+        self.timeline
+            .ranges
+            .stage
+            .get(pos as usize)
+            .and_then(|&s| self.stages.get(s as usize))
+            .map_or("?", |s| s.name.as_str())
+    }
+}
+
+fn col2(a: &[u64], b: &[u64], i: u32) -> (u64, u64) {
+    (
+        a.get(i as usize).copied().unwrap_or(0),
+        b.get(i as usize).copied().unwrap_or(0),
+    )
+}
+
+/// The one category palette (charts, site legend, viewer).
+pub fn color_of(c: Category) -> &'static str {
+    llmprof_charts::category_color(c)
+}
+
+fn check_columns(t: &Timeline) -> Result<(), LoadError> {
+    let k = &t.kernels;
+    let n = k.start.len();
+    let launch_ok = k.launch.is_empty() || k.launch.len() == n;
+    if k.dur.len() != n
+        || k.stream.len() != n
+        || k.kernel.len() != n
+        || k.stage.len() != n
+        || !launch_ok
+    {
+        return Err(LoadError(
+            "timeline.json: the kernel columns have different lengths".into(),
+        ));
+    }
+    let m = &t.mem_ops;
+    let n = m.start.len();
+    if m.dur.len() != n || m.stream.len() != n || m.kernel.len() != n || m.stage.len() != n {
+        return Err(LoadError(
+            "timeline.json: the memcpy/memset columns have different lengths".into(),
+        ));
+    }
+    let r = &t.ranges;
+    let n = r.start.len();
+    if r.dur.len() != n || r.stage.len() != n || r.depth.len() != n || r.tid.len() != n {
+        return Err(LoadError(
+            "timeline.json: the range columns have different lengths".into(),
+        ));
+    }
+    if k.stream
+        .iter()
+        .chain(&m.stream)
+        .any(|&s| s as usize >= t.streams.len())
+    {
+        return Err(LoadError(
+            "timeline.json: a stream column points past `streams`".into(),
+        ));
+    }
+    let sorted = |s: &[u64]| s.windows(2).all(|w| w[0] <= w[1]);
+    if !sorted(&k.start) || !sorted(&m.start) || !sorted(&r.start) {
+        return Err(LoadError(
+            "timeline.json: records are not sorted by start".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn build_lanes(t: &Timeline) -> Vec<Lane> {
+    let mut lanes = Vec::new();
+    let r = &t.ranges;
+    let max_depth = r.depth.iter().copied().max();
+    if let Some(max_depth) = max_depth {
+        for depth in 0..=max_depth.min(15) {
+            let items: Vec<u32> = (0..r.start.len() as u32)
+                .filter(|&i| r.depth[i as usize] == depth)
+                .collect();
+            lanes.push(Lane::new(
+                LaneKind::Stages { depth },
+                if depth == 0 {
+                    "Stages".to_string()
+                } else {
+                    format!("Stages · {depth}")
+                },
+                items,
+                &r.start,
+                &r.dur,
+            ));
+        }
+    }
+    let k = &t.kernels;
+    for (si, stream) in t.streams.iter().enumerate() {
+        let items: Vec<u32> = (0..k.start.len() as u32)
+            .filter(|&i| k.stream[i as usize] as usize == si)
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        lanes.push(Lane::new(
+            LaneKind::Stream(si as u32),
+            format!("Stream {stream}"),
+            items,
+            &k.start,
+            &k.dur,
+        ));
+    }
+    let m = &t.mem_ops;
+    if !m.start.is_empty() {
+        lanes.push(Lane::new(
+            LaneKind::MemOps,
+            "Memcpy/memset".to_string(),
+            (0..m.start.len() as u32).collect(),
+            &m.start,
+            &m.dur,
+        ));
+    }
+    lanes
+}
+
+fn counters(bundle: &Bundle, t: &Timeline) -> (Vec<Counter>, Option<String>) {
+    let Some(nv) = &bundle.nvml else {
+        return (Vec::new(), None);
+    };
+    let Some(zero) = t.t0_epoch_ns else {
+        return (
+            Vec::new(),
+            Some(
+                "NVML samples are not shown: this timeline does not record its clock's epoch \
+                 (re-ingest with llmprof 0.1 or later)"
+                    .into(),
+            ),
+        );
+    };
+    // Samples a little outside the timeline frame the edges of the profiled pass.
+    let lo = -(nv.interval_ms as f64) * 1e6 * 2.0;
+    let hi = t.end_ns as f64 - lo;
+    let keep: Vec<usize> = (0..nv.t_ns.len())
+        .filter(|&i| {
+            let x = (nv.t_ns[i] - zero) as f64;
+            x >= lo && x <= hi
+        })
+        .collect();
+    if keep.is_empty() {
+        return (
+            Vec::new(),
+            Some("NVML samples do not overlap this timeline (sampled during other passes)".into()),
+        );
+    }
+    let times: Vec<f64> = keep.iter().map(|&i| (nv.t_ns[i] - zero) as f64).collect();
+    let series =
+        |name: &'static str, unit: &'static str, col: &[u32], scale: f64, floor_max: f64| {
+            if col.len() != nv.t_ns.len() {
+                return None;
+            }
+            let v: Vec<f64> = keep.iter().map(|&i| col[i] as f64 * scale).collect();
+            let max = v.iter().copied().fold(floor_max, f64::max);
+            Some(Counter {
+                name,
+                unit,
+                t: times.clone(),
+                v,
+                max,
+            })
+        };
+    let mut out = Vec::new();
+    out.extend(series("Power", "W", &nv.power_mw, 1e-3, 1.0));
+    out.extend(series("SM clock", "MHz", &nv.sm_clock_mhz, 1.0, 1.0));
+    out.extend(series("GPU util", "%", &nv.gpu_util_pct, 1.0, 100.0));
+    (out, None)
+}
+
+fn ncu_lines(n: &llmprof_bundle::NcuKernel) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pct = |label: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            out.push(format!("{label} {v:.1}%"));
+        }
+    };
+    pct("ncu SM throughput", n.sm_throughput_pct);
+    pct("ncu DRAM throughput", n.dram_throughput_pct);
+    pct("ncu achieved occupancy", n.achieved_occupancy_pct);
+    pct("ncu tensor pipe", n.tensor_pipe_pct);
+    out
+}

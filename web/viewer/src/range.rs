@@ -1,0 +1,123 @@
+//! The kernels of a selected time range: a table by kernel name and the GPU busy % of the
+//! range.
+//!
+//! A GPU op counts in the range if it overlaps it; its time counts only for the overlap, so
+//! the totals of adjacent ranges add up to the totals of their union. GPU busy is the union of
+//! all kernel, memcpy and memset intervals (every stream) over the range's length, as Nsight
+//! Systems computes it.
+
+use crate::model::Run;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeRow {
+    /// Index into `Run::kernels`.
+    pub kernel: u32,
+    pub calls: u64,
+    /// Overlap with the range, summed.
+    pub total_ns: u64,
+}
+
+impl RangeRow {
+    pub fn mean_ns(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.total_ns as f64 / self.calls as f64
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeStats {
+    pub t0: u64,
+    pub t1: u64,
+    /// By total time, longest first (then by kernel row).
+    pub rows: Vec<RangeRow>,
+    pub ops: u64,
+    pub busy_ns: u64,
+}
+
+impl RangeStats {
+    pub fn busy_pct(&self) -> f64 {
+        if self.t1 <= self.t0 {
+            0.0
+        } else {
+            100.0 * self.busy_ns as f64 / (self.t1 - self.t0) as f64
+        }
+    }
+}
+
+/// The ops of one column group overlapping `[a, b)`, as `(start, end, kernel row)`.
+fn overlapping<'a>(
+    start: &'a [u64],
+    dur: &'a [u64],
+    kernel: &'a [u32],
+    max_dur: u64,
+    a: u64,
+    b: u64,
+) -> impl Iterator<Item = (u64, u64, u32)> + 'a {
+    let first = start.partition_point(|&s| s < a.saturating_sub(max_dur));
+    (first..start.len())
+        .take_while(move |&i| start[i] < b)
+        .map(move |i| (start[i], start[i].saturating_add(dur[i]), kernel[i]))
+        .filter(move |&(s, e, _)| e > a && s < b)
+}
+
+/// Statistics of `[a, b)` (ns from the timeline's start; swapped if reversed).
+pub fn range_stats(run: &Run, a: u64, b: u64) -> RangeStats {
+    let (a, b) = if a <= b { (a, b) } else { (b, a) };
+    let k = &run.timeline.kernels;
+    let m = &run.timeline.mem_ops;
+    let max_k = k.dur.iter().copied().max().unwrap_or(0);
+    let max_m = m.dur.iter().copied().max().unwrap_or(0);
+    let mut rows: Vec<RangeRow> = Vec::new();
+    let mut by_kernel: Vec<u32> = vec![u32::MAX; run.kernels.len()];
+    let mut intervals: Vec<(u64, u64)> = Vec::new();
+    let mut ops = 0u64;
+    let all = overlapping(&k.start, &k.dur, &k.kernel, max_k, a, b)
+        .chain(overlapping(&m.start, &m.dur, &m.kernel, max_m, a, b));
+    for (s, e, kr) in all {
+        let (s, e) = (s.max(a), e.min(b));
+        ops += 1;
+        intervals.push((s, e));
+        let slot = match by_kernel.get(kr as usize) {
+            Some(&u32::MAX) => {
+                by_kernel[kr as usize] = rows.len() as u32;
+                rows.push(RangeRow {
+                    kernel: kr,
+                    calls: 0,
+                    total_ns: 0,
+                });
+                rows.len() - 1
+            }
+            Some(&r) => r as usize,
+            None => continue,
+        };
+        rows[slot].calls += 1;
+        rows[slot].total_ns += e - s;
+    }
+    intervals.sort_unstable();
+    let mut busy = 0u64;
+    let mut cur: Option<(u64, u64)> = None;
+    for (s, e) in intervals {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                busy += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    if let Some((cs, ce)) = cur {
+        busy += ce - cs;
+    }
+    rows.sort_by(|x, y| y.total_ns.cmp(&x.total_ns).then(x.kernel.cmp(&y.kernel)));
+    RangeStats {
+        t0: a,
+        t1: b,
+        rows,
+        ops,
+        busy_ns: busy,
+    }
+}

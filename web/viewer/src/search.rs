@@ -1,0 +1,52 @@
+//! Kernel search: a case-insensitive substring, or a regular expression written `/like this/`.
+//! The query is matched once against the kernel table (hundreds of names), not per launch.
+
+use crate::model::KernelInfo;
+
+/// Which kernel rows a query matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matches {
+    pub query: String,
+    /// Per `Run::kernels` row.
+    pub row: Vec<bool>,
+    pub rows_matched: usize,
+}
+
+/// Matches `query` against the kernels' full and display names. An empty query matches
+/// nothing (no highlighting); a malformed regex is an error message for the search box.
+pub fn search(kernels: &[KernelInfo], query: &str) -> Result<Option<Matches>, String> {
+    let q = query.trim();
+    if q.is_empty() {
+        return Ok(None);
+    }
+    let row: Vec<bool> = if let Some(pattern) = q
+        .strip_prefix('/')
+        .and_then(|r| r.strip_suffix('/'))
+        .filter(|p| !p.is_empty())
+    {
+        let re = regex_lite::RegexBuilder::new(pattern)
+            .case_insensitive(true)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("not a valid regular expression: {e}"))?;
+        kernels
+            .iter()
+            .map(|k| re.is_match(&k.name) || re.is_match(&k.display))
+            .collect()
+    } else {
+        let needle = q.to_lowercase();
+        kernels
+            .iter()
+            .map(|k| {
+                k.name.to_lowercase().contains(&needle)
+                    || k.display.to_lowercase().contains(&needle)
+            })
+            .collect()
+    };
+    let rows_matched = row.iter().filter(|&&m| m).count();
+    Ok(Some(Matches {
+        query: q.to_string(),
+        row,
+        rows_matched,
+    }))
+}

@@ -1,0 +1,171 @@
+// Drives the site's WASM viewer in Debian's chromium with real input events and prints what
+// it saw as JSON. Run by tests/viewer_browser.rs, which checks the numbers against the Rust
+// side; it fails here (exit 1) on anything it can judge alone.
+//
+//   node tests/browser/viewer.mjs CONFIG.json
+//
+// CONFIG: { chromium, bases: [url...], run, kernel, kernel_name, kernel_duration, screenshot }
+import { readFileSync } from "node:fs";
+import { chromium } from "playwright-core";
+
+const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
+
+function check(ok, what) {
+  if (!ok) throw new Error(what);
+}
+
+const browser = await chromium.launch({
+  executablePath: cfg.chromium,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+
+async function open(url) {
+  // A 2× device-pixel ratio checks that the canvas is drawn sharp on high-DPI screens.
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 2 });
+  const errors = [];
+  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") errors.push(m.text()); });
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(url);
+  await page.waitForSelector("html[data-viewer]", { timeout: 60000 });
+  const state = await page.getAttribute("html", "data-viewer");
+  const status = await page.textContent("#tl-status, #cmp-status");
+  check(state === "ready", `${url}: viewer state ${state}: ${status}`);
+  return { page, errors };
+}
+
+// Calls a method of the page's TimelineView (no eval: the site's CSP forbids it).
+const view = (page, method, ...args) => page.evaluate(
+  ([m, a]) => {
+    const r = window.llmprofTimeline.view[m](...a);
+    return ArrayBuffer.isView(r) ? Array.from(r) : r;
+  }, [method, args]);
+
+const out = { bases: {} };
+for (const base of cfg.bases) {
+  const res = {};
+  const { page, errors } = await open(`${base}timeline.html#run=${encodeURIComponent(cfg.run)}`);
+  const canvas = page.locator("#tl-canvas");
+
+  // The canvas is drawn, at device resolution.
+  const drawn = await page.evaluate(() => {
+    const c = document.getElementById("tl-canvas");
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let inked = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235) inked++;
+    return { inked, width: c.width, css: c.getBoundingClientRect().width };
+  });
+  check(drawn.inked > 20000, `${base}: canvas nearly blank (${drawn.inked} inked pixels)`);
+  check(Math.abs(drawn.width - 2 * drawn.css) <= 2, `${base}: canvas ${drawn.width} px for ${drawn.css} CSS px at DPR 2`);
+  res.inked = drawn.inked;
+
+  // Hover a known kernel (the run's longest): zoom to it through the URL hash, then point.
+  const span = await view(page, "kernel_span", cfg.kernel);
+  check(span.length === 2, `kernel ${cfg.kernel} has no span`);
+  const pad = Math.max(2000, (span[1] - span[0]) * 3);
+  await page.evaluate((h) => { window.location.hash = h; },
+    `run=${encodeURIComponent(cfg.run)}&t=${Math.floor(span[0] - pad)}-${Math.ceil(span[1] + pad)}`);
+  await page.waitForFunction((s) => {
+    const w = window.llmprofTimeline.view.window();
+    return Math.abs(w[0] - s) < 1;
+  }, Math.floor(span[0] - pad));
+  const loc = await view(page, "locate_kernel", cfg.kernel);
+  check(loc.length === 2, "the kernel is off screen after zooming to it");
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + loc[0], box.y + loc[1]);
+  await page.waitForSelector("#tl-tip:not(.hidden)", { timeout: 5000 });
+  res.tooltip = await page.innerText("#tl-tip");
+  check(res.tooltip.includes(cfg.kernel_name), `tooltip lacks the kernel name ${cfg.kernel_name}:\n${res.tooltip}`);
+  check(res.tooltip.includes(cfg.kernel_duration), `tooltip lacks the duration ${cfg.kernel_duration}:\n${res.tooltip}`);
+  check(/In stage/.test(res.tooltip) && /Grid \/ block/.test(res.tooltip) && /Category/.test(res.tooltip),
+    `tooltip lacks stage offset, grid/block or category:\n${res.tooltip}`);
+
+  // A click pins it.
+  await page.mouse.click(box.x + loc[0], box.y + loc[1]);
+  await page.waitForSelector("#tl-pinned-section:not(.hidden)");
+  res.pinned = await page.innerText("#tl-pinned");
+  check(res.pinned.includes(cfg.kernel_name), "the pinned panel lacks the kernel");
+
+  // Zoom: the wheel zooms in around the pointer, "-" zooms out, "0" shows the whole run.
+  await page.keyboard.press("0");
+  const whole = await view(page, "window");
+  const cx = box.x + box.width * 0.6, cy = box.y + loc[1];
+  await page.mouse.move(cx, cy);
+  await page.mouse.wheel(0, -600);
+  await page.waitForFunction((w) => window.llmprofTimeline.view.window()[1] - window.llmprofTimeline.view.window()[0] < (w[1] - w[0]) * 0.5, whole);
+  const zoomed = await view(page, "window");
+  await page.keyboard.press("-");
+  const out1 = await view(page, "window");
+  check(out1[1] - out1[0] > zoomed[1] - zoomed[0], "'-' did not zoom out");
+  // Drag pans: moving the pointer left shows later times.
+  await page.mouse.move(cx, cy);
+  await page.mouse.down();
+  await page.mouse.move(cx - 200, cy, { steps: 4 });
+  await page.mouse.up();
+  const panned = await view(page, "window");
+  check(panned[0] > out1[0], "dragging left did not pan to later times");
+  res.zoom = { whole, zoomed, out: out1, panned };
+
+  // Range selection: Shift+drag over the middle of the plot.
+  await page.keyboard.press("0");
+  const x0 = box.x + 132 + (box.width - 132) * 0.3, x1 = box.x + 132 + (box.width - 132) * 0.7;
+  await page.keyboard.down("Shift");
+  await page.mouse.move(x0, cy);
+  await page.mouse.down();
+  await page.mouse.move(x1, cy, { steps: 6 });
+  await page.mouse.up();
+  await page.keyboard.up("Shift");
+  await page.waitForSelector("#tl-range-section:not(.hidden)");
+  res.range_summary = await page.innerText("#tl-range-summary");
+  res.range_rows = await page.$$eval("#tl-range tbody tr", (rows) => rows.map((r) => Array.from(r.cells, (c) => c.textContent)));
+  check(res.range_rows.length > 0, "the range table is empty");
+
+  // Search highlights matching kernels.
+  await page.fill("#tl-search", "/gemm|gemv/");
+  res.search = await page.innerText("#tl-search-status");
+  check(/match/.test(res.search), `search status: ${res.search}`);
+  await page.fill("#tl-search", "/([/");
+  const bad = await page.innerText("#tl-search-status");
+  check(/not a valid regular expression/.test(bad), `a bad regex says: ${bad}`);
+  await page.fill("#tl-search", "gemm");
+
+  // The URL hash holds the view; a fresh page with it shows the same view.
+  await page.waitForTimeout(100);
+  res.hash = await view(page, "hash");
+  const url = await page.url();
+  check(url.endsWith("#" + res.hash), `the address ${url} does not hold the view ${res.hash}`);
+  const again = await open(`${base}timeline.html#${res.hash}`);
+  const hash2 = await view(again.page, "hash");
+  check(hash2 === res.hash, `a link restored ${hash2}, not ${res.hash}`);
+  check(await again.page.isVisible("#tl-range-section"), "a link did not restore the range table");
+  check(await again.page.isVisible("#tl-pinned-section"), "a link did not restore the pinned kernel");
+  check((await again.page.inputValue("#tl-search")) === "gemm", "a link did not restore the search");
+  if (cfg.screenshot && base.startsWith("http")) {
+    await again.page.screenshot({ path: cfg.screenshot, fullPage: true });
+  }
+  check(errors.length === 0 && again.errors.length === 0, `console: ${errors.concat(again.errors).join("\n")}`);
+  await again.page.close();
+  await page.close();
+
+  // The comparison draws, and exports SVG.
+  const cmp = await open(`${base}compare.html`);
+  const cmpInk = await cmp.page.evaluate(() => {
+    const c = document.getElementById("cmp-canvas");
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let inked = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235) inked++;
+    return inked;
+  });
+  check(cmpInk > 20000, `compare canvas nearly blank (${cmpInk})`);
+  const svg = await cmp.page.evaluate(() => window.llmprofCompare.svg("", "share"));
+  check(svg.startsWith("<svg") && svg.includes("</svg>"), "the SVG export is not an SVG document");
+  res.compare_status = await cmp.page.innerText("#cmp-status");
+  if (cfg.compare_screenshot && base.startsWith("http")) {
+    await cmp.page.screenshot({ path: cfg.compare_screenshot, fullPage: true });
+  }
+  check(cmp.errors.length === 0, `compare console: ${cmp.errors.join("\n")}`);
+  await cmp.page.close();
+  out.bases[base] = res;
+}
+await browser.close();
+console.log(JSON.stringify(out));

@@ -52,7 +52,9 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
     let timeline = std::fs::read_to_string(run_dir.join("timeline.json")).unwrap();
     let run = Run::from_json(&bundle, &timeline).unwrap();
     let dur = &run.timeline.kernels.dur;
-    let k = (0..dur.len()).max_by_key(|&i| (dur[i], std::cmp::Reverse(i))).unwrap();
+    let k = (0..dur.len())
+        .max_by_key(|&i| (dur[i], std::cmp::Reverse(i)))
+        .unwrap();
     let row = run.timeline.kernels.kernel[k] as usize;
     let name = llmprof_bundle::names::display_name(&run.kernels[row].name);
     let duration = fmt::duration(dur[k] as f64);
@@ -72,7 +74,11 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
     let cfg_path = site.join("viewer-test.json");
     std::fs::write(&cfg_path, config.to_string()).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/viewer.mjs");
-    let o = Command::new(node).arg(&script).arg(&cfg_path).output().unwrap();
+    let o = Command::new(node)
+        .arg(&script)
+        .arg(&cfg_path)
+        .output()
+        .unwrap();
     assert!(
         o.status.success(),
         "viewer.mjs failed:\n{}\n{}",
@@ -91,14 +97,32 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
         let stats = range::range_stats(&run, a, b);
         let summary = res["range_summary"].as_str().unwrap();
         let busy = format!("GPU busy {:.1}%", stats.busy_pct());
-        assert!(summary.contains(&busy), "{base}: `{summary}` lacks `{busy}`");
-        assert!(summary.contains(&format!("{} GPU ops", fmt::thousands(stats.ops))), "{base}: {summary}");
+        assert!(
+            summary.contains(&busy),
+            "{base}: `{summary}` lacks `{busy}`"
+        );
+        assert!(
+            summary.contains(&format!("{} GPU ops", fmt::thousands(stats.ops))),
+            "{base}: {summary}"
+        );
         let first = &res["range_rows"][0];
         let top = &stats.rows[0];
-        assert_eq!(first[0], run.kernels[top.kernel as usize].display.as_str(), "{base}");
+        assert_eq!(
+            first[0],
+            run.kernels[top.kernel as usize].display.as_str(),
+            "{base}"
+        );
         assert_eq!(first[1], fmt::thousands(top.calls).as_str(), "{base}");
-        assert_eq!(first[2], fmt::duration(top.total_ns as f64).as_str(), "{base}");
-        assert_eq!(view.pinned, Some(k as u32), "{base}: the pinned kernel is in the link");
+        assert_eq!(
+            first[2],
+            fmt::duration(top.total_ns as f64).as_str(),
+            "{base}"
+        );
+        assert_eq!(
+            view.pinned,
+            Some(k as u32),
+            "{base}: the pinned kernel is in the link"
+        );
         assert_eq!(view.query, "gemm", "{base}");
         // Zoom and pan moved the window; "0" showed the whole run.
         let z = &res["zoom"];

@@ -175,4 +175,3 @@ pub fn serve(root: PathBuf) -> u16 {
     });
     port
 }
-

@@ -90,9 +90,7 @@ pub struct SiteRun {
 fn data_script(kind: &str, id: &str, text: &str) -> String {
     let key = serde_json::to_string(&format!("{kind}/{id}")).unwrap_or_default();
     let value = serde_json::to_string(text).unwrap_or_default();
-    format!(
-        "(window.LLMPROF_DATA = window.LLMPROF_DATA || {{}})[{key}] = {value};\n"
-    )
+    format!("(window.LLMPROF_DATA = window.LLMPROF_DATA || {{}})[{key}] = {value};\n")
 }
 
 /// The run's timeline file: `timeline.json`, or `timeline.json.gz` as sample runs keep it.
@@ -187,7 +185,10 @@ pub fn build(
             write(&page, html.as_bytes())?;
             write(&run_out.join("report.md"), md.as_bytes())?;
             write(&run_out.join(BUNDLE_FILE), text.as_bytes())?;
-            write(&run_out.join(BUNDLE_JS), data_script("bundle", &id, &text).as_bytes())?;
+            write(
+                &run_out.join(BUNDLE_JS),
+                data_script("bundle", &id, &text).as_bytes(),
+            )?;
             match &timeline_src {
                 Some(src) => {
                     let timeline = read_timeline(src)?;

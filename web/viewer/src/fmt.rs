@@ -26,7 +26,7 @@ pub fn duration(ns: f64) -> String {
 
 /// A time-axis tick step (ns) of 1, 2 or 5 × 10^k so that about `target` ticks span `span_ns`.
 pub fn tick_step(span_ns: f64, target: f64) -> f64 {
-    if !(span_ns > 0.0) || !(target > 0.0) {
+    if span_ns.is_nan() || target.is_nan() || span_ns <= 0.0 || target <= 0.0 {
         return 1.0;
     }
     let raw = span_ns / target;

@@ -155,7 +155,13 @@ impl SpanIndex {
     /// wide as themselves, the rest merged per pixel column. Items come left to right.
     pub fn visible(&self, t0: f64, t1: f64, width: f64, min_px: f64, out: &mut Vec<Item>) {
         out.clear();
-        if self.is_empty() || !(t1 > t0) || !(width > 0.0) {
+        if self.is_empty()
+            || t1.is_nan()
+            || t0.is_nan()
+            || t1 <= t0
+            || width.is_nan()
+            || width <= 0.0
+        {
             return;
         }
         let ns_per_px = (t1 - t0) / width;

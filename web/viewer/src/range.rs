@@ -66,6 +66,15 @@ fn overlapping<'a>(
 /// Statistics of `[a, b)` (ns from the timeline's start; swapped if reversed).
 pub fn range_stats(run: &Run, a: u64, b: u64) -> RangeStats {
     let (a, b) = if a <= b { (a, b) } else { (b, a) };
+    if a == b {
+        return RangeStats {
+            t0: a,
+            t1: b,
+            rows: Vec::new(),
+            ops: 0,
+            busy_ns: 0,
+        };
+    }
     let k = &run.timeline.kernels;
     let m = &run.timeline.mem_ops;
     let max_k = k.dur.iter().copied().max().unwrap_or(0);

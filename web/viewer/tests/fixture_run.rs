@@ -1,0 +1,298 @@
+//! The viewer's model, range statistics, search, scene and comparison on a real capture: the
+//! H200 Qwen2-0.5B-shape fixture ingested by llmprof's own ingest. The whole-run range must
+//! reproduce Nsight Systems' numbers that ingest checks against `nsys stats` (GPU busy, calls
+//! and time per kernel).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use llmprof_bundle::{Bundle, OpKind};
+use llmprof_ingest::{ingest, IngestRequest, WorkloadFlags};
+use llmprof_viewer::compare::{self, Norm, RunSummary};
+use llmprof_viewer::hit::hit;
+use llmprof_viewer::lanes::{Geometry, LaneKind, Layout};
+use llmprof_viewer::model::{Run, Target};
+use llmprof_viewer::range::range_stats;
+use llmprof_viewer::scene::{self, Align, Overlay, Painter};
+use llmprof_viewer::search::search;
+use llmprof_viewer::viewport::Viewport;
+
+fn fixture(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/h200-qwen2-0.5b")
+        .join(file)
+}
+
+/// The fixture ingested (nsys timing, kineto operators, ncu, model config) and analysed,
+/// once per test binary; as JSON text, the way the site hands it to the viewer.
+fn fixture_json() -> &'static (String, String) {
+    static CELL: OnceLock<(String, String)> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let req = IngestRequest {
+            nsys: Some(fixture("nsys_export.sqlite.gz")),
+            kineto: Some(fixture("kineto_trace.json.gz")),
+            ncu: vec![fixture("ncu_decode_raw.csv")],
+            model_config: Some(fixture("config.json")),
+            label: Some("fixture".into()),
+            workload: WorkloadFlags {
+                prompt_tokens: Some(512),
+                decode_steps: vec![2, 16],
+                prefill_logits: Some(512),
+                ..WorkloadFlags::default()
+            },
+            ..IngestRequest::default()
+        };
+        let mut got = ingest(&req, &mut |_| {}).unwrap();
+        got.bundle.analysis = Some(llmprof_analysis::analyze(&got.bundle));
+        (
+            serde_json::to_string(&got.bundle).unwrap(),
+            serde_json::to_string(&got.timeline.unwrap()).unwrap(),
+        )
+    })
+}
+
+fn run() -> (Bundle, Run) {
+    let (b, t) = fixture_json();
+    (Bundle::from_json(b).unwrap(), Run::from_json(b, t).unwrap())
+}
+
+#[test]
+fn lanes_hold_every_record_once() {
+    let (_, run) = run();
+    let kinds: Vec<LaneKind> = run.lanes.iter().map(|l| l.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            LaneKind::Stages { depth: 0 },
+            LaneKind::Stream(0),
+            LaneKind::MemOps
+        ],
+        "one stage depth, one stream (7), memcpy/memset; no NVML in this capture"
+    );
+    let t = &run.timeline;
+    let count = |k: fn(&LaneKind) -> bool| -> usize {
+        run.lanes
+            .iter()
+            .filter(|l| k(&l.kind))
+            .map(|l| l.items.len())
+            .sum()
+    };
+    assert_eq!(
+        count(|k| matches!(k, LaneKind::Stream(_))),
+        t.kernels.start.len()
+    );
+    assert_eq!(
+        count(|k| matches!(k, LaneKind::MemOps)),
+        t.mem_ops.start.len()
+    );
+    assert_eq!(
+        count(|k| matches!(k, LaneKind::Stages { .. })),
+        t.ranges.start.len()
+    );
+    assert_eq!(t.kernels.start.len(), 20_505);
+    assert!(
+        t.t0_epoch_ns.is_some(),
+        "nsys records its session start, so NVML can be placed"
+    );
+    assert_eq!(t.kernels.launch.len(), t.kernels.start.len());
+}
+
+#[test]
+fn the_whole_run_as_a_range_reproduces_the_nsys_numbers() {
+    let (bundle, run) = run();
+    let st = range_stats(&run, 0, run.timeline.end_ns);
+    // GPU busy (union of every kernel, memcpy and memset) as ingest computed it, which the
+    // nsys stats tests hold to NVIDIA's numbers.
+    assert_eq!(st.busy_ns, bundle.totals.gpu_busy_ns);
+    assert_eq!(
+        st.ops as usize,
+        run.timeline.kernels.start.len() + run.timeline.mem_ops.start.len()
+    );
+    for row in &st.rows {
+        let k = &bundle.kernels[row.kernel as usize];
+        assert_eq!(row.calls, k.calls, "{}", k.name);
+        assert_eq!(row.total_ns, k.total_ns, "{}", k.name);
+    }
+    assert_eq!(st.rows.len(), bundle.kernels.len());
+    // Longest first.
+    assert!(st.rows.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
+}
+
+#[test]
+fn adjacent_ranges_add_up() {
+    let (_, run) = run();
+    let end = run.timeline.end_ns;
+    let cut = end / 3;
+    let (a, b, all) = (
+        range_stats(&run, 0, cut),
+        range_stats(&run, cut, end),
+        range_stats(&run, 0, end),
+    );
+    let total =
+        |s: &llmprof_viewer::range::RangeStats| -> u64 { s.rows.iter().map(|r| r.total_ns).sum() };
+    assert_eq!(
+        total(&a) + total(&b),
+        total(&all),
+        "overlap time is split, not doubled"
+    );
+    assert_eq!(a.busy_ns + b.busy_ns, all.busy_ns);
+    // An empty range and a reversed one.
+    assert_eq!(range_stats(&run, 5, 5).ops, 0);
+    assert_eq!(range_stats(&run, cut, 0), a);
+}
+
+#[test]
+fn kernels_know_their_stage_instance_and_launch() {
+    let (bundle, run) = run();
+    let t = &run.timeline;
+    let mut checked = 0;
+    for i in (0..t.kernels.start.len()).step_by(997) {
+        let i = i as u32;
+        match (t.kernels.stage[i as usize], run.stage_instance_of_kernel(i)) {
+            (Some(stage), Some(r)) => {
+                assert_eq!(t.ranges.stage[r as usize], stage);
+                let (rs, re) = run.span_of(Target::Range(r));
+                let (ks, _) = run.span_of(Target::Kernel(i));
+                assert!(rs <= ks && ks <= re);
+                checked += 1;
+            }
+            (None, None) => {}
+            (s, r) => panic!("kernel {i}: stage {s:?} but instance {r:?}"),
+        }
+        // The launch geometry of this call is one the kernel row was seen with.
+        let row = &bundle.kernels[t.kernels.kernel[i as usize] as usize];
+        if let (Some(l), Some(most)) = (run.launch_of(i), row.launch) {
+            assert!(row.launch_variants > 1 || *l == most, "{}", row.name);
+        }
+    }
+    assert!(checked > 10);
+}
+
+#[test]
+fn search_matches_names_by_substring_and_regex() {
+    let (_, run) = run();
+    let m = search(&run.kernels, "NVJET").unwrap().unwrap();
+    assert!(m.rows_matched > 5);
+    assert!(run
+        .kernels
+        .iter()
+        .zip(&m.row)
+        .all(|(k, &hit)| hit == k.name.to_lowercase().contains("nvjet")));
+    let r = search(&run.kernels, "/^nvjet_.*_TNT$/").unwrap().unwrap();
+    assert!(r.rows_matched > 0 && r.rows_matched < m.rows_matched);
+    assert!(search(&run.kernels, "  ").unwrap().is_none());
+    let err = search(&run.kernels, "/([/").unwrap_err();
+    assert!(err.contains("not a valid regular expression"), "{err}");
+}
+
+/// Records what a frame draws.
+#[derive(Default)]
+struct Recorder {
+    rects: usize,
+    fills: usize,
+    texts: Vec<String>,
+    strokes: Vec<[f64; 4]>,
+}
+
+impl Painter for Recorder {
+    fn fill_rects(&mut self, _: &str, _: f64, rects: &[[f64; 4]]) {
+        self.fills += 1;
+        self.rects += rects.len();
+    }
+    fn stroke_rect(&mut self, r: [f64; 4], _: &str, _: f64) {
+        self.strokes.push(r);
+    }
+    fn text(&mut self, _: f64, _: f64, text: &str, _: &str, _: Align, _: f64) {
+        self.texts.push(text.to_string());
+    }
+    fn polyline(&mut self, _: &[(f64, f64)], _: &str, _: f64) {}
+    fn clip(&mut self, _: [f64; 4]) {}
+    fn unclip(&mut self) {}
+}
+
+#[test]
+fn a_frame_draws_a_bounded_number_of_rects_and_the_hover_outline() {
+    let (_, run) = run();
+    let layout = Layout::new(&run.lanes, Geometry::default());
+    let vp = Viewport::new(run.timeline.end_ns, 1268.0);
+    let mut rec = Recorder::default();
+    scene::draw(&run, &layout, &vp, &Overlay::default(), 1400.0, &mut rec);
+    // 20,888 GPU ops on 1268 px: level of detail keeps it to a few per pixel column per lane.
+    assert!(rec.rects < 3 * 1268 + 200, "{} rects", rec.rects);
+    assert!(rec.fills < 200, "{} fill-style changes", rec.fills);
+    assert!(rec.texts.iter().any(|t| t == "Stream 7"));
+    assert!(
+        rec.texts.iter().any(|t| t == "prefill"),
+        "wide stage bars are labelled"
+    );
+
+    // Hover the longest kernel where the scene would draw it.
+    let d = &run.timeline.kernels.dur;
+    let k = (0..d.len()).max_by_key(|&i| d[i]).unwrap() as u32;
+    let (s, e) = run.span_of(Target::Kernel(k));
+    let mut vp = vp;
+    vp.set(s as f64 - 1000.0, e as f64 + 1000.0);
+    let lane = scene::lane_of(&run, Target::Kernel(k)).unwrap();
+    let (top, h) = layout.rows[lane];
+    let x = layout.geometry.label_w + vp.x_of((s + e) as f64 / 2.0);
+    assert_eq!(
+        hit(&run, &layout, &vp, x, top + h / 2.0, 3.0),
+        Some((lane, Target::Kernel(k)))
+    );
+    assert_eq!(
+        hit(&run, &layout, &vp, 10.0, top + h / 2.0, 3.0),
+        None,
+        "the label column"
+    );
+    let ov = Overlay {
+        hover: Some(Target::Kernel(k)),
+        ..Overlay::default()
+    };
+    let mut rec = Recorder::default();
+    scene::draw(&run, &layout, &vp, &ov, 1400.0, &mut rec);
+    assert_eq!(rec.strokes.len(), 1);
+    assert_eq!(rec.strokes[0][1], top);
+}
+
+#[test]
+fn comparison_numbers_come_from_the_bundle() {
+    let (bundle, _) = run();
+    let s = RunSummary::from_bundle(&bundle);
+    let a = bundle.analysis.as_ref().unwrap();
+    assert_eq!(s.decode_tokens_per_s, a.run.decode_tokens_per_s);
+    // 512 prompt tokens in each of the 2 prefill instances plus the generated tokens.
+    let generated = a.run.generated_tokens.unwrap();
+    assert_eq!(s.tokens, Some(512 * 2 + generated));
+    assert_eq!(s.steps, Some(2 + 2 + 16));
+    let kernel_ns: u64 = bundle
+        .kernels
+        .iter()
+        .filter(|k| k.kind == OpKind::Kernel)
+        .map(|k| k.total_ns)
+        .sum();
+    let share: f64 = s.mix_values(Norm::Share).unwrap().iter().map(|m| m.1).sum();
+    assert!((share - 100.0).abs() < 1e-9);
+    let per_token: f64 = s
+        .mix_values(Norm::PerToken)
+        .unwrap()
+        .iter()
+        .map(|m| m.1)
+        .sum();
+    assert!((per_token - kernel_ns as f64 / 1e3 / s.tokens.unwrap() as f64).abs() < 1e-9);
+    let prefill = bundle
+        .stages
+        .iter()
+        .find(|st| st.name == "prefill")
+        .unwrap();
+    assert_eq!(
+        s.prefill_tokens_per_s,
+        Some(512.0 / (prefill.wall.median_ns / 1e9))
+    );
+
+    let svg = compare::svg(&[s.clone(), s], Norm::PerStep).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("per forward step"));
+    assert!(svg.contains("Decode tokens/s"));
+}

@@ -166,7 +166,8 @@
         showLegend();
         applyHash();
         view.render();
-        window.llmprofTimeline = { view: view, loadMs: performance.now() - t0 };
+        // loadMs: from navigation start to the first frame drawn.
+        window.llmprofTimeline = { view: view, loadMs: performance.now(), scriptMs: performance.now() - t0 };
         document.documentElement.setAttribute("data-viewer", "ready");
       })
       .catch(function (e) {
@@ -255,6 +256,7 @@
       case "ArrowRight": case "d": view.pan(w / 8); break;
       case "0": case "Home": view.reset(); break;
       case "z": view.zoom_to_selection(); break;
+      case "s": showRange(view.select_visible()); break;
       case "Escape": view.clear_selection(); view.unpin(); showRange(""); showPinned(""); break;
       case "/": e.preventDefault(); searchBox.focus(); return;
       default: return;

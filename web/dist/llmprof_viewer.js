@@ -415,6 +415,22 @@ let wasm_bindgen = (function(exports) {
             }
         }
         /**
+         * Selects the visible window (the keyboard's way to a range table).
+         * @returns {string}
+         */
+        select_visible() {
+            let deferred1_0;
+            let deferred1_1;
+            try {
+                const ret = wasm.timelineview_select_visible(this.__wbg_ptr);
+                deferred1_0 = ret[0];
+                deferred1_1 = ret[1];
+                return getStringFromWasm0(ret[0], ret[1]);
+            } finally {
+                wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+            }
+        }
+        /**
          * One line about the run for the page header.
          * @returns {string}
          */

@@ -336,6 +336,17 @@ impl TimelineView {
         self.range_json()
     }
 
+    /// Selects the visible window (the keyboard's way to a range table).
+    pub fn select_visible(&mut self) -> String {
+        let end = self.run.timeline.end_ns as f64;
+        let (a, b) = (self.vp.t0.clamp(0.0, end), self.vp.t1.clamp(0.0, end));
+        if b <= a {
+            return String::new();
+        }
+        self.selection = Some((a as u64, b as u64));
+        self.range_json()
+    }
+
     /// The selected range's table as JSON, or `""`.
     pub fn range_json(&self) -> String {
         let Some((a, b)) = self.selection else {

@@ -1,0 +1,67 @@
+// Viewer benchmark: load time and frame rate of the kernel timeline in headless Chromium.
+//
+//   node tests/browser/bench.mjs SITE_DIR [RUN_ID] [LOADS=5]
+//
+// Load: navigation start to the first frame drawn (`window.llmprofTimeline.loadMs`), median
+// of LOADS fresh pages, from file://. Frames: 240 animation frames of zooming in 2× per 20
+// frames from the whole run, panning, and zooming back out, each frame one `render()` of the
+// Rust viewer in requestAnimationFrame; reports frames/s over the sequence and the render time
+// per frame (median, p95).
+import { readdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { chromium } from "playwright-core";
+
+const site = resolve(process.argv[2] || "site");
+const run = process.argv[3] || readdirSync(join(site, "runs"))[0];
+const loads = Number(process.argv[4] || 5);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const url = `file://${site}/timeline.html#run=${encodeURIComponent(run)}`;
+const loadMs = [];
+let frames = null;
+for (let i = 0; i < loads; i++) {
+  const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+  await page.goto(url);
+  await page.waitForSelector("html[data-viewer]", { timeout: 120000 });
+  const state = await page.getAttribute("html", "data-viewer");
+  if (state !== "ready") throw new Error(await page.textContent("#tl-status"));
+  loadMs.push(await page.evaluate(() => window.llmprofTimeline.loadMs));
+  if (i === 0) {
+    frames = await page.evaluate(() => new Promise((done) => {
+      const v = window.llmprofTimeline.view;
+      v.reset();
+      const n = 240, render = [];
+      let f = 0;
+      const start = performance.now();
+      function step() {
+        const phase = Math.floor(f / 60);
+        if (phase === 0) v.zoom_by(Math.pow(0.5, 1 / 20), 700);
+        else if (phase === 1) v.pan(15);
+        else if (phase === 2) v.zoom_by(Math.pow(2, 1 / 20), 700);
+        else v.pan(-15);
+        const t = performance.now();
+        v.render();
+        render.push(performance.now() - t);
+        if (++f < n) requestAnimationFrame(step);
+        else done({ frames: n, seconds: (performance.now() - start) / 1000, render });
+      }
+      requestAnimationFrame(step);
+    }));
+    frames.summary = await page.textContent("#tl-status");
+  }
+  await page.close();
+}
+await browser.close();
+const r = frames.render;
+const sorted = [...r].sort((a, b) => a - b);
+console.log(JSON.stringify({
+  run,
+  summary: frames.summary,
+  load_ms: { median: median(loadMs), all: loadMs.map((x) => Math.round(x)) },
+  fps: frames.frames / frames.seconds,
+  render_ms: { median: median(r), p95: sorted[Math.floor(sorted.length * 0.95)], max: sorted[sorted.length - 1] },
+}, null, 1));

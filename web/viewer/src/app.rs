@@ -12,7 +12,7 @@ use crate::compare::{self, Norm, RunSummary};
 use crate::details::describe;
 use crate::fmt;
 use crate::hash::ViewState;
-use crate::hit::hit;
+use crate::hit::{counter_at, hit};
 use crate::lanes::{Geometry, LaneKind, Layout};
 use crate::measure::Measured;
 use crate::model::{Run, Target};
@@ -274,7 +274,9 @@ impl TimelineView {
         self.hover = hit(&self.run, &self.layout, &self.vp, x, y, 3.0).map(|h| h.1);
         match self.hover {
             Some(t) => serde_json::to_string(&describe(&self.run, t)).unwrap_or_default(),
-            None => String::new(),
+            None => counter_at(&self.run, &self.layout, &self.vp, x, y, 3.0)
+                .map(|lines| serde_json::to_string(&lines).unwrap_or_default())
+                .unwrap_or_default(),
         }
     }
 

@@ -65,6 +65,45 @@ pub fn hit(
     Some((lane_i, run.target(lane, pos as u32)?))
 }
 
+/// The NVML sample of counter lane `ci` nearest to plot-area `x`, within `tol_px`, as
+/// `[(label, value)]` tooltip lines.
+pub fn counter_at(
+    run: &Run,
+    layout: &Layout,
+    vp: &Viewport,
+    x: f64,
+    y: f64,
+    tol_px: f64,
+) -> Option<Vec<(String, String)>> {
+    let px = x - layout.geometry.label_w;
+    let lane = run.lanes.get(layout.lane_at(y)?)?;
+    let LaneKind::Counter(ci) = lane.kind else {
+        return None;
+    };
+    let c = run.counters.get(ci)?;
+    let t = vp.t_of(px);
+    let i = c.t.partition_point(|&s| s < t);
+    let best = [i.checked_sub(1), Some(i)]
+        .into_iter()
+        .flatten()
+        .filter(|&j| j < c.t.len())
+        .min_by(|&a, &b| (c.t[a] - t).abs().total_cmp(&(c.t[b] - t).abs()))?;
+    // Samples are sparse: accept the nearest within half an interval or the tolerance.
+    let gap = if c.t.len() > 1 {
+        (c.t[1] - c.t[0]).abs()
+    } else {
+        0.0
+    };
+    if (c.t[best] - t).abs() > (gap / 2.0).max(tol_px * vp.ns_per_px()) {
+        return None;
+    }
+    Some(vec![
+        (c.name.to_string(), format!("{:.0} {}", c.v[best], c.unit)),
+        ("At".into(), crate::fmt::duration(c.t[best])),
+        ("Source".into(), "NVML sample".into()),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

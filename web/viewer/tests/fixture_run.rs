@@ -8,10 +8,10 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use llmprof_bundle::{Bundle, OpKind};
+use llmprof_bundle::{Bundle, OpKind, Timeline};
 use llmprof_ingest::{ingest, IngestRequest, WorkloadFlags};
 use llmprof_viewer::compare::{self, Norm, RunSummary};
-use llmprof_viewer::hit::hit;
+use llmprof_viewer::hit::{counter_at, hit};
 use llmprof_viewer::lanes::{Geometry, LaneKind, Layout};
 use llmprof_viewer::model::{Run, Target};
 use llmprof_viewer::range::range_stats;
@@ -295,4 +295,85 @@ fn comparison_numbers_come_from_the_bundle() {
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("per forward step"));
     assert!(svg.contains("Decode tokens/s"));
+}
+
+#[test]
+fn nvml_samples_land_on_the_timeline_through_its_epoch() {
+    let (b, t) = fixture_json();
+    let mut bundle = Bundle::from_json(b).unwrap();
+    let timeline = Timeline::from_json(t).unwrap();
+    let zero = timeline.t0_epoch_ns.unwrap();
+    // Samples every 20 ms from 100 ms before the timeline to 100 ms after its end.
+    let n = ((timeline.end_ns as i64 + 200_000_000) / 20_000_000) as usize;
+    let t_ns: Vec<i64> = (0..n)
+        .map(|i| zero - 100_000_000 + i as i64 * 20_000_000)
+        .collect();
+    let mut nv = llmprof_bundle::NvmlSeries {
+        interval_ms: 20,
+        t_ns: t_ns.clone(),
+        power_mw: (0..n as u32).map(|i| 100_000 + i * 1000).collect(),
+        sm_clock_mhz: vec![1980; n],
+        mem_clock_mhz: vec![2619; n],
+        gpu_util_pct: vec![50; n],
+        mem_util_pct: vec![10; n],
+        mem_used_bytes: vec![1 << 30; n],
+        temp_c: vec![40; n],
+        throttle_reasons: vec![0; n],
+        windows: Vec::new(),
+    };
+    bundle.nvml = Some(nv.clone());
+    let run = Run::new(&bundle, timeline.clone()).unwrap();
+    let names: Vec<&str> = run.counters.iter().map(|c| c.name).collect();
+    assert_eq!(names, ["Power", "SM clock", "GPU util"]);
+    let power = &run.counters[0];
+    // Kept: samples within two intervals of the timeline (40 ms each side).
+    assert_eq!(power.t[0], -40e6);
+    let i0 = power.t.iter().position(|&x| x == 0.0).unwrap();
+    assert_eq!(
+        power.v[i0], 105.0,
+        "sample 5 (100 ms after the first) is at t0: 105 W"
+    );
+    assert_eq!(
+        run.lanes
+            .iter()
+            .filter(|l| matches!(l.kind, LaneKind::Counter(_)))
+            .count(),
+        3
+    );
+    // Hovering the power lane at t0 reads that sample.
+    let layout = Layout::new(&run.lanes, Geometry::default());
+    let vp = Viewport::new(run.timeline.end_ns, 1000.0);
+    let li = run
+        .lanes
+        .iter()
+        .position(|l| l.kind == LaneKind::Counter(0))
+        .unwrap();
+    let (top, h) = layout.rows[li];
+    let lines = counter_at(
+        &run,
+        &layout,
+        &vp,
+        layout.geometry.label_w + 0.2,
+        top + h / 2.0,
+        3.0,
+    )
+    .unwrap();
+    assert_eq!(lines[0], ("Power".to_string(), "105 W".to_string()));
+
+    // A timeline without its epoch shows no counters and says why.
+    let mut no_epoch = timeline;
+    no_epoch.t0_epoch_ns = None;
+    let run = Run::new(&bundle, no_epoch.clone()).unwrap();
+    assert!(run.counters.is_empty());
+    assert!(run.counters_note.as_deref().unwrap().contains("epoch"));
+    // Samples from another pass do not overlap.
+    nv.t_ns = t_ns.iter().map(|t| t - 3_600_000_000_000).collect();
+    bundle.nvml = Some(nv);
+    let run = Run::new(&bundle, Timeline::from_json(t).unwrap()).unwrap();
+    assert!(run.counters.is_empty());
+    assert!(run
+        .counters_note
+        .as_deref()
+        .unwrap()
+        .contains("do not overlap"));
 }

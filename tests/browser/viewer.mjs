@@ -106,6 +106,16 @@ for (const base of cfg.bases) {
   check(panned[0] > out1[0], "dragging left did not pan to later times");
   res.zoom = { whole, zoomed, out: out1, panned };
 
+  // A click on a stage bar zooms to that stage instance.
+  await page.keyboard.press("0");
+  const stageX = box.x + 132 + (box.width - 132) * 0.5, stageY = box.y + 26 + 4 + 11;
+  const clickedT = whole[0] + (whole[1] - whole[0]) * 0.5;
+  await page.mouse.click(stageX, stageY);
+  const stageWin = await view(page, "window");
+  check(stageWin[1] - stageWin[0] < (whole[1] - whole[0]) * 0.98 && stageWin[0] <= clickedT && clickedT <= stageWin[1],
+    `clicking the stage bar at ${clickedT} ns gave the window ${stageWin}`);
+  res.stage_click = { t: clickedT, window: stageWin };
+
   // Range selection: Shift+drag over the middle of the plot.
   await page.keyboard.press("0");
   const x0 = box.x + 132 + (box.width - 132) * 0.3, x1 = box.x + 132 + (box.width - 132) * 0.7;
@@ -159,6 +169,18 @@ for (const base of cfg.bases) {
   check(cmpInk > 20000, `compare canvas nearly blank (${cmpInk})`);
   const svg = await cmp.page.evaluate(() => window.llmprofCompare.svg("", "share"));
   check(svg.startsWith("<svg") && svg.includes("</svg>"), "the SVG export is not an SVG document");
+  // The export buttons download the figure (http only: downloads from file:// pages are the
+  // same code path).
+  if (base.startsWith("http")) {
+    for (const [button, ext] of [["#cmp-png", ".png"], ["#cmp-svg", ".svg"]]) {
+      const [dl] = await Promise.all([cmp.page.waitForEvent("download"), cmp.page.click(button)]);
+      check(dl.suggestedFilename().endsWith(ext), `${button} saved ${dl.suggestedFilename()}`);
+      const path = await dl.path();
+      const bytes = readFileSync(path);
+      check(bytes.length > 5000, `${button} saved ${bytes.length} bytes`);
+      if (ext === ".png") check(bytes[0] === 0x89 && bytes[1] === 0x50, "the PNG export is not a PNG");
+    }
+  }
   res.compare_status = await cmp.page.innerText("#cmp-status");
   if (cfg.compare_screenshot && base.startsWith("http")) {
     await cmp.page.screenshot({ path: cfg.compare_screenshot, fullPage: true });

@@ -22,6 +22,7 @@ const browser = await chromium.launch({
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const url = `file://${site}/timeline.html#run=${encodeURIComponent(run)}`;
 const loadMs = [];
+const phases = [];
 let frames = null;
 for (let i = 0; i < loads; i++) {
   const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
@@ -29,7 +30,12 @@ for (let i = 0; i < loads; i++) {
   await page.waitForSelector("html[data-viewer]", { timeout: 120000 });
   const state = await page.getAttribute("html", "data-viewer");
   if (state !== "ready") throw new Error(await page.textContent("#tl-status"));
-  loadMs.push(await page.evaluate(() => window.llmprofTimeline.loadMs));
+  const t = await page.evaluate(() => {
+    const l = window.llmprofTimeline;
+    return { load: l.loadMs, data: l.dataMs, parse: l.parseMs };
+  });
+  loadMs.push(t.load);
+  phases.push(t);
   if (i === 0) {
     frames = await page.evaluate(() => new Promise((done) => {
       const v = window.llmprofTimeline.view;
@@ -62,6 +68,8 @@ console.log(JSON.stringify({
   run,
   summary: frames.summary,
   load_ms: { median: median(loadMs), all: loadMs.map((x) => Math.round(x)) },
+  // Median of each phase: the run's <script> files loaded; Rust parse + index + first frame.
+  phases_ms: { data_scripts: median(phases.map((p) => p.data)), parse_index_draw: median(phases.map((p) => p.parse)) },
   fps: frames.frames / frames.seconds,
   render_ms: { median: median(r), p95: sorted[Math.floor(sorted.length * 0.95)], max: sorted[sorted.length - 1] },
 }, null, 1));

@@ -332,8 +332,8 @@ fn counters(bundle: &Bundle, t: &Timeline) -> (Vec<Counter>, Option<String>) {
         return (
             Vec::new(),
             Some(
-                "NVML samples are not shown: this timeline does not record its clock's epoch \
-                 (re-ingest with llmprof 0.1 or later)"
+                "NVML samples are not shown: this timeline was written before llmprof recorded \
+                 the trace clock's epoch (t0_epoch_ns); ingesting the trace again adds it"
                     .into(),
             ),
         );

@@ -13,7 +13,10 @@
 
   function hashRuns() {
     var m = /runs=([^&]*)/.exec(window.location.hash);
-    return m ? m[1].split(",").map(decodeURIComponent).filter(Boolean) : [];
+    if (!m) return [];
+    return m[1].split(",").map(function (x) {
+      try { return decodeURIComponent(x); } catch (e) { return ""; }
+    }).filter(Boolean);
   }
 
   // #runs= names run ids (as the index writes them); tick those, or the newest three.
@@ -38,24 +41,31 @@
     });
   }
 
+  // One load per run, however often the picks change while it is in flight.
   function ensure(ids) {
-    return Promise.all(ids.filter(function (id) { return !loaded[id]; }).map(function (id) {
-      return loadScript("runs/" + encodeURIComponent(id) + "/bundle.js").then(function () {
-        var data = window.LLMPROF_DATA || {};
-        var text = data["bundle/" + id];
-        if (typeof text !== "string") throw new Error("runs/" + id + "/bundle.js holds no bundle");
-        view.add_run(text);
-        delete data["bundle/" + id];
-        loaded[id] = true;
-      });
+    return Promise.all(ids.map(function (id) {
+      if (!loaded[id]) {
+        loaded[id] = loadScript("runs/" + encodeURIComponent(id) + "/bundle.js").then(function () {
+          var data = window.LLMPROF_DATA || {};
+          var text = data["bundle/" + id];
+          if (typeof text !== "string") throw new Error("runs/" + id + "/bundle.js holds no bundle");
+          view.add_run(id, text);
+          delete data["bundle/" + id];
+        });
+        loaded[id].catch(function () { delete loaded[id]; });
+      }
+      return loaded[id];
     }));
   }
 
+  var seq = 0;
   function update() {
     if (!view) return;
     var ids = picked();
+    var mine = ++seq;
     status.textContent = "Loading " + ids.length + " run(s)…";
     ensure(ids).then(function () {
+      if (mine !== seq) return; // a later update draws
       var notes = JSON.parse(view.render(ids.join(","), norm.value, window.devicePixelRatio || 1));
       status.textContent = ids.length < 2
         ? "Pick two or more runs to compare."

@@ -14,8 +14,11 @@
   var runSelect = document.getElementById("tl-run");
   var t0 = performance.now();
   var view = null;
+  var currentId = "";
+  var loadSeq = 0;
   var dirty = false;
   var ownHash = "";
+  var hashTimer = 0;
 
   function el(tag, text) {
     var e = document.createElement(tag);
@@ -25,7 +28,8 @@
 
   function hashRun() {
     var m = /(?:^#|&)run=([^&]*)/.exec(window.location.hash);
-    return m ? decodeURIComponent(m[1]) : "";
+    if (!m) return "";
+    try { return decodeURIComponent(m[1]); } catch (e) { return ""; }
   }
 
   // The runs with a timeline: the run picker's options, written by `llmprof site build`.
@@ -51,15 +55,27 @@
     return bytes;
   }
 
+  // The address keeps up with the view, written a moment after the last change (browsers
+  // throttle replaceState during a pan).
+  function writeHash() {
+    hashTimer = 0;
+    if (!view) return;
+    var h = view.hash();
+    if (h === ownHash) return;
+    try {
+      history.replaceState(null, "", "#" + h);
+      ownHash = h;
+    } catch (e) {
+      hashTimer = setTimeout(writeHash, 1000);
+    }
+  }
+
   function frame() {
     dirty = false;
     if (!view) return;
     view.render();
-    var h = view.hash();
-    if (h !== ownHash) {
-      ownHash = h;
-      history.replaceState(null, "", "#" + h);
-    }
+    if (hashTimer) clearTimeout(hashTimer);
+    hashTimer = setTimeout(writeHash, 250);
   }
   function redraw() {
     if (!dirty) { dirty = true; requestAnimationFrame(frame); }
@@ -92,8 +108,10 @@
     var w = wrap.clientWidth;
     var left = p.x + 14;
     if (left + tip.offsetWidth > w) left = Math.max(0, p.x - 14 - tip.offsetWidth);
+    var top = p.y + 14;
+    if (top + tip.offsetHeight > wrap.clientHeight) top = Math.max(0, p.y - 14 - tip.offsetHeight);
     tip.style.left = left + "px";
-    tip.style.top = (p.y + 14) + "px";
+    tip.style.top = top + "px";
   }
 
   function showPinned(json) {
@@ -108,7 +126,8 @@
     if (!json) { sec.classList.add("hidden"); return; }
     var r = JSON.parse(json);
     document.getElementById("tl-range-summary").textContent =
-      r.start + " – " + r.end + " (" + r.length + "): " + r.ops + " GPU ops, GPU busy " + r.busy_pct + "%";
+      r.start + " – " + r.end + " (" + r.length + "): " + r.ops + " GPU ops, GPU busy " + r.busy_pct + "%" +
+      (r.more ? "; the table lists the 200 longest kernels, " + r.more + " more not shown" : "");
     var body = document.querySelector("#tl-range tbody");
     body.textContent = "";
     r.rows.forEach(function (row) {
@@ -149,22 +168,30 @@
   }
 
   function open(id) {
-    if (runIds().indexOf(id) < 0) { status.textContent = "No run " + id + " with a timeline in this site."; return; }
-    status.textContent = "Loading " + id + "…";
+    var ids = runIds();
+    var note = "";
+    if (ids.indexOf(id) < 0) {
+      note = (id ? "No run " + id + " with a timeline in this site; showing " : "Showing ") + ids[0] + ". ";
+      id = ids[0];
+    }
+    var seq = ++loadSeq;
+    currentId = id;
+    status.textContent = note + "Loading " + id + "…";
     var base = "runs/" + encodeURIComponent(id) + "/";
     var tData = performance.now();
     Promise.all([loadScript(base + "bundle.js"), loadScript(base + "timeline.js")])
       .then(function () {
+        if (seq !== loadSeq) return; // a later open() won
         var tParse = performance.now();
         var data = window.LLMPROF_DATA || {};
         var b = data["bundle/" + id], t = data["timeline/" + id];
         if (typeof b !== "string" || typeof t !== "string") throw new Error("the run's data files hold no data for " + id);
         if (view) { view.free(); view = null; }
-        view = new wasm_bindgen.TimelineView(canvas, b, t, wrap.clientWidth, window.devicePixelRatio || 1);
+        view = new wasm_bindgen.TimelineView(canvas, id, b, t, wrap.clientWidth, window.devicePixelRatio || 1);
         delete data["bundle/" + id];
         delete data["timeline/" + id];
         runSelect.value = id;
-        status.textContent = view.title + ": " + view.summary();
+        status.textContent = note + view.title + ": " + view.summary();
         showLegend();
         applyHash();
         view.render();
@@ -187,8 +214,8 @@
   var drag = null;
   var pinchDist = 0;
   canvas.addEventListener("pointerdown", function (e) {
-    if (!view) return;
-    canvas.focus();
+    if (!view || (e.pointerType === "mouse" && e.button !== 0)) return;
+    canvas.focus({ preventScroll: true });
     var p = pos(e);
     pointers[e.pointerId] = p;
     canvas.setPointerCapture(e.pointerId);
@@ -231,13 +258,19 @@
     delete pointers[e.pointerId];
     if (!drag) return;
     var p = pos(e);
-    if (!drag.moved) showPinned(view.click(p.x, p.y));
+    if (!drag.moved) { view.cancel_drag(); showPinned(view.click(p.x, p.y)); }
     else if (drag.select) showRange(view.select_range(drag.x0, p.x));
     drag = null;
     redraw();
   }
   canvas.addEventListener("pointerup", endPointer);
-  canvas.addEventListener("pointercancel", function (e) { delete pointers[e.pointerId]; drag = null; });
+  function dropPointer(e) {
+    delete pointers[e.pointerId];
+    if (drag && view) { view.cancel_drag(); redraw(); }
+    drag = null;
+  }
+  canvas.addEventListener("pointercancel", dropPointer);
+  canvas.addEventListener("lostpointercapture", function (e) { delete pointers[e.pointerId]; });
   canvas.addEventListener("pointerleave", function () {
     if (view) { view.leave(); tip.classList.add("hidden"); redraw(); }
   });
@@ -245,14 +278,19 @@
     if (!view) return;
     e.preventDefault();
     var p = pos(e);
-    var dy = e.deltaMode === 1 ? e.deltaY * 30 : e.deltaY;
-    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(dy)) view.pan(e.shiftKey ? dy : e.deltaX);
+    // Lines and pages to pixels.
+    var unit = e.deltaMode === 1 ? 30 : e.deltaMode === 2 ? wrap.clientWidth : 1;
+    var dx = e.deltaX * unit, dy = e.deltaY * unit;
+    // Shift+wheel arrives as deltaX in some browsers and as deltaY in others: pan either way.
+    if (e.shiftKey || Math.abs(dx) > Math.abs(dy)) view.pan(Math.abs(dx) > Math.abs(dy) ? dx : dy);
     else view.wheel_zoom(p.x, dy);
     redraw();
   }, { passive: false });
 
   function key(e) {
-    if (!view || e.target === searchBox || e.altKey || e.metaKey || e.ctrlKey) return;
+    var tag = e.target && e.target.tagName;
+    if (!view || tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" ||
+        (e.target && e.target.isContentEditable) || e.altKey || e.metaKey || e.ctrlKey) return;
     var w = wrap.clientWidth;
     switch (e.key) {
       case "+": case "=": view.zoom_by(0.7); break;
@@ -288,12 +326,12 @@
     status.textContent = "Link to this view: " + url;
   });
   runSelect.addEventListener("change", function () {
-    window.location.hash = "run=" + encodeURIComponent(runSelect.value);
+    if (runSelect.value !== currentId) window.location.hash = "run=" + encodeURIComponent(runSelect.value);
   });
   window.addEventListener("hashchange", function () {
     if (window.location.hash === "#" + ownHash) return;
     var id = hashRun();
-    if (view && id && id !== runSelect.value) open(id); else applyHash();
+    if (id && id !== currentId) open(id); else applyHash();
   });
   window.addEventListener("resize", function () {
     if (view) { view.resize(wrap.clientWidth, window.devicePixelRatio || 1); redraw(); }
@@ -302,7 +340,7 @@
   var runs = runIds();
   if (!runs.length) return;
   wasm_bindgen({ module_or_path: wasmBytes() }).then(function () {
-    open(hashRun() || runs[0]);
+    open(hashRun());
   }).catch(function (e) {
     status.textContent = "Cannot start the viewer: " + e.message;
     document.documentElement.setAttribute("data-viewer", "error");

@@ -140,7 +140,8 @@ for (const base of cfg.bases) {
   await page.fill("#tl-search", "gemm");
 
   // The URL hash holds the view; a fresh page with it shows the same view.
-  await page.waitForTimeout(100);
+  // The address is written 250 ms after the last change.
+  await page.waitForTimeout(600);
   res.hash = await view(page, "hash");
   const url = await page.url();
   check(url.endsWith("#" + res.hash), `the address ${url} does not hold the view ${res.hash}`);
@@ -153,6 +154,13 @@ for (const base of cfg.bases) {
   if (cfg.screenshot && base.startsWith("http")) {
     await again.page.screenshot({ path: cfg.screenshot, fullPage: true });
   }
+  // The run picker switches runs.
+  const options = await page.$$eval("#tl-run option", (os) => os.map((o) => o.value));
+  const other = options.find((v) => v !== cfg.run);
+  check(other, "the sample site has a second run with a timeline");
+  await page.selectOption("#tl-run", other);
+  await page.waitForFunction((id) => window.llmprofTimeline.view.hash().startsWith("run=" + encodeURIComponent(id) + "&"), other);
+  res.switched_to = other;
   check(errors.length === 0 && again.errors.length === 0, `console: ${errors.concat(again.errors).join("\n")}`);
   await again.page.close();
   await page.close();
@@ -167,7 +175,8 @@ for (const base of cfg.bases) {
     return inked;
   });
   check(cmpInk > 20000, `compare canvas nearly blank (${cmpInk})`);
-  const svg = await cmp.page.evaluate(() => window.llmprofCompare.svg("", "share"));
+  const svg = await cmp.page.evaluate(() => window.llmprofCompare.svg(
+    Array.from(document.querySelectorAll("input.cmp-pick:checked"), (c) => c.value).join(","), "share"));
   check(svg.startsWith("<svg") && svg.includes("</svg>"), "the SVG export is not an SVG document");
   // The export buttons download the figure (http only: downloads from file:// pages are the
   // same code path).

@@ -19,13 +19,24 @@ let wasm_bindgen = (function(exports) {
             wasm.__wbg_compareview_free(ptr, 0);
         }
         /**
-         * Adds a run from its `bundle.json` text.
+         * Adds a run from its `bundle.json` text under `site_id` (its directory name in the
+         * site, what `render`'s `ids` name); a second add of the same id replaces the first.
+         * @param {string} site_id
          * @param {string} bundle
          */
-        add_run(bundle) {
-            const ptr0 = passStringToWasm0(bundle, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-            const len0 = WASM_VECTOR_LEN;
-            const ret = wasm.compareview_add_run(this.__wbg_ptr, ptr0, len0);
+        add_run(site_id, bundle) {
+            let ptr0, len0, ptr1, len1;
+            try {
+                ptr0 = passStringToWasm0(site_id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len0 = WASM_VECTOR_LEN;
+                ptr1 = passStringToWasm0(bundle, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len1 = WASM_VECTOR_LEN;
+            } catch (e) {
+                if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+                if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+                throw e;
+            }
+            const ret = wasm.compareview_add_run(this.__wbg_ptr, ptr0, len0, ptr1, len1);
             if (ret[1]) {
                 throw takeFromExternrefTable0(ret[0]);
             }
@@ -165,6 +176,12 @@ let wasm_bindgen = (function(exports) {
                 wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
             }
         }
+        /**
+         * Drops a range drag in progress (a drag that ended as a click, or was cancelled).
+         */
+        cancel_drag() {
+            wasm.timelineview_cancel_drag(this.__wbg_ptr);
+        }
         clear_selection() {
             wasm.timelineview_clear_selection(this.__wbg_ptr);
         }
@@ -280,29 +297,33 @@ let wasm_bindgen = (function(exports) {
             return ret === Number.MAX_SAFE_INTEGER ? undefined : ret;
         }
         /**
-         * Parses the run and sizes the canvas to `css_width` CSS pixels at `dpr` device pixels
-         * per CSS pixel.
+         * Parses the run (`site_id` is its directory name in the site) and sizes the canvas to
+         * `css_width` CSS pixels at `dpr` device pixels per CSS pixel.
          * @param {HTMLCanvasElement} canvas
+         * @param {string} site_id
          * @param {string} bundle
          * @param {string} timeline
          * @param {number} css_width
          * @param {number} dpr
          */
-        constructor(canvas, bundle, timeline, css_width, dpr) {
-            const val3 = +css_width;
-            const val4 = +dpr;
-            let ptr0, len0, ptr1, len1;
+        constructor(canvas, site_id, bundle, timeline, css_width, dpr) {
+            const val4 = +css_width;
+            const val5 = +dpr;
+            let ptr0, len0, ptr1, len1, ptr2, len2;
             try {
-                ptr0 = passStringToWasm0(bundle, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                ptr0 = passStringToWasm0(site_id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
                 len0 = WASM_VECTOR_LEN;
-                ptr1 = passStringToWasm0(timeline, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                ptr1 = passStringToWasm0(bundle, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
                 len1 = WASM_VECTOR_LEN;
+                ptr2 = passStringToWasm0(timeline, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len2 = WASM_VECTOR_LEN;
             } catch (e) {
+                if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
                 if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
                 if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
                 throw e;
             }
-            const ret = wasm.timelineview_new(canvas, ptr0, len0, ptr1, len1, val3, val4);
+            const ret = wasm.timelineview_new(canvas, ptr0, len0, ptr1, len1, ptr2, len2, val4, val5);
             if (ret[2]) {
                 throw takeFromExternrefTable0(ret[1]);
             }

@@ -50,6 +50,11 @@ pub struct TimelineKernels {
     /// none. Empty in timelines written before this column existed.
     #[serde(default)]
     pub launch: Vec<Option<u32>>,
+    /// The innermost range instance the kernel is attributed to (position in
+    /// [`Timeline::ranges`]), or `null`. Attribution follows the launching CPU call, so the
+    /// kernel itself may run after that range ended. Empty in older timelines.
+    #[serde(default)]
+    pub range: Vec<Option<u32>>,
 }
 
 /// Memcpys and memsets, sorted by start.

@@ -504,11 +504,15 @@ impl TraceConverter {
         let mut mem_ops = TimelineMemOps::default();
         let mut launches: Vec<Launch> = Vec::new();
         let mut launch_ids: HashMap<Launch, u32> = HashMap::default();
+        // Range index -> its position in the timeline's ranges (written in nesting order).
+        let mut range_pos = vec![0u32; self.ranges.len()];
+        for (pos, &r) in nesting.order.iter().enumerate() {
+            range_pos[r] = pos as u32;
+        }
         for i in order {
             let op = &self.ops[i];
-            let stage = attribution
-                .innermost(i)
-                .map(|r| self.ranges[r as usize].stage);
+            let innermost = attribution.innermost(i);
+            let stage = innermost.map(|r| self.ranges[r as usize].stage);
             let rel = span(t0, op.start);
             let dur = span(op.start, op.end);
             let id = row_to_id[op.row as usize];
@@ -518,6 +522,7 @@ impl TraceConverter {
                 kernels.stream.push(stream_idx(op.stream));
                 kernels.kernel.push(id);
                 kernels.stage.push(stage);
+                kernels.range.push(innermost.map(|r| range_pos[r as usize]));
                 kernels.launch.push(op.launch.map(|l| {
                     *launch_ids.entry(l).or_insert_with(|| {
                         launches.push(l);

@@ -173,7 +173,20 @@ pub fn build(
         });
         let id = safe_id(&bundle.run_id, dir);
         let timeline_src = timeline_source(dir);
-        let hash = hash_of(&text);
+        // A new or re-ingested timeline re-renders the run too (its size and mtime stand in
+        // for its contents, which can be tens of MB).
+        let timeline_stamp = timeline_src
+            .as_ref()
+            .and_then(|p| fs::metadata(p).ok())
+            .map(|m| {
+                let mtime = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_nanos());
+                (m.len(), mtime)
+            });
+        let hash = hash_of(&format!("{text}\u{0}{timeline_stamp:?}"));
         let run_out = opts.out_dir.join("runs").join(&id);
         let page = run_out.join("index.html");
         if old.runs.get(&id) == Some(&hash) && page.is_file() {
@@ -181,7 +194,21 @@ pub fn build(
         } else {
             fs::create_dir_all(&run_out).map_err(|e| write_err(&run_out, e))?;
             let raw = publish_raw(dir, &run_out)?;
-            let (html, md) = pages::run_page(&bundle, &id, timeline_src.is_some(), &raw)?;
+            // A timeline that cannot be read leaves the run without a timeline, not the site
+            // without the run.
+            let timeline = match &timeline_src {
+                Some(src) => match read_timeline(src) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        report
+                            .skipped
+                            .push(format!("{e} (the run is shown without its timeline)"));
+                        None
+                    }
+                },
+                None => None,
+            };
+            let (html, md) = pages::run_page(&bundle, &id, timeline.is_some(), &raw)?;
             write(&page, html.as_bytes())?;
             write(&run_out.join("report.md"), md.as_bytes())?;
             write(&run_out.join(BUNDLE_FILE), text.as_bytes())?;
@@ -189,13 +216,12 @@ pub fn build(
                 &run_out.join(BUNDLE_JS),
                 data_script("bundle", &id, &text).as_bytes(),
             )?;
-            match &timeline_src {
-                Some(src) => {
-                    let timeline = read_timeline(src)?;
+            match &timeline {
+                Some(timeline) => {
                     write(&run_out.join(TIMELINE_FILE), timeline.as_bytes())?;
                     write(
                         &run_out.join(TIMELINE_JS),
-                        data_script("timeline", &id, &timeline).as_bytes(),
+                        data_script("timeline", &id, timeline).as_bytes(),
                     )?;
                 }
                 None => {
@@ -207,8 +233,8 @@ pub fn build(
         }
         cache.runs.insert(id.clone(), hash);
         runs.push(SiteRun {
+            has_timeline: run_out.join(TIMELINE_JS).is_file(),
             id,
-            has_timeline: timeline_src.is_some(),
             bundle,
         });
     }

@@ -18,7 +18,7 @@ use crate::measure::Measured;
 use crate::model::{Run, Target};
 use crate::range::range_stats;
 use crate::scene::{self, Align, Overlay, Painter};
-use crate::search::{search, Matches};
+use crate::search::{lane_match_counts, search, Matches};
 use crate::viewport::Viewport;
 
 fn context_2d(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsError> {
@@ -121,12 +121,19 @@ struct RangeJson {
     busy_pct: String,
     ops: String,
     rows: Vec<[String; 4]>,
+    /// Kernel names left out of `rows` (the table shows the 200 longest).
+    more: usize,
 }
+
+/// Rows of the range table shown.
+const RANGE_ROWS: usize = 200;
 
 /// The interactive kernel timeline of one run.
 #[derive(Debug)]
 #[wasm_bindgen]
 pub struct TimelineView {
+    /// The run's directory name in the site (what `#run=` and the run picker use).
+    site_id: String,
     run: Run,
     layout: Layout,
     vp: Viewport,
@@ -135,6 +142,7 @@ pub struct TimelineView {
     dpr: f64,
     css_width: f64,
     matches: Option<Matches>,
+    lane_matches: Vec<Vec<u32>>,
     hover: Option<Target>,
     pinned: Option<Target>,
     selection: Option<(u64, u64)>,
@@ -143,11 +151,12 @@ pub struct TimelineView {
 
 #[wasm_bindgen]
 impl TimelineView {
-    /// Parses the run and sizes the canvas to `css_width` CSS pixels at `dpr` device pixels
-    /// per CSS pixel.
+    /// Parses the run (`site_id` is its directory name in the site) and sizes the canvas to
+    /// `css_width` CSS pixels at `dpr` device pixels per CSS pixel.
     #[wasm_bindgen(constructor)]
     pub fn new(
         canvas: HtmlCanvasElement,
+        site_id: &str,
         bundle: &str,
         timeline: &str,
         css_width: f64,
@@ -159,6 +168,7 @@ impl TimelineView {
         let plot_w = (css_width - layout.geometry.label_w).max(50.0);
         let vp = Viewport::new(run.timeline.end_ns, plot_w);
         let mut v = TimelineView {
+            site_id: site_id.to_string(),
             run,
             layout,
             vp,
@@ -167,6 +177,7 @@ impl TimelineView {
             dpr: 1.0,
             css_width,
             matches: None,
+            lane_matches: Vec::new(),
             hover: None,
             pinned: None,
             selection: None,
@@ -201,6 +212,7 @@ impl TimelineView {
             .set_transform(self.dpr, 0.0, 0.0, self.dpr, 0.0, 0.0);
         let ov = Overlay {
             matches: self.matches.as_ref(),
+            lane_matches: self.matches.as_ref().map(|_| self.lane_matches.as_slice()),
             hover: self.hover,
             pinned: self.pinned,
             selection: self.selection,
@@ -290,7 +302,7 @@ impl TimelineView {
         match hit(&self.run, &self.layout, &self.vp, x, y, 3.0).map(|h| h.1) {
             Some(t @ Target::Range(_)) => {
                 let (s, e) = self.run.span_of(t);
-                let pad = (e - s) as f64 * 0.02;
+                let pad = e.saturating_sub(s) as f64 * 0.02;
                 self.vp.set(s as f64 - pad, e as f64 + pad);
             }
             Some(t) => {
@@ -358,7 +370,7 @@ impl TimelineView {
         let rows = st
             .rows
             .iter()
-            .take(200)
+            .take(RANGE_ROWS)
             .map(|r| {
                 let name = self
                     .run
@@ -380,8 +392,14 @@ impl TimelineView {
             busy_pct: format!("{:.1}", st.busy_pct()),
             ops: fmt::thousands(st.ops),
             rows,
+            more: st.rows.len().saturating_sub(RANGE_ROWS),
         })
         .unwrap_or_default()
+    }
+
+    /// Drops a range drag in progress (a drag that ended as a click, or was cancelled).
+    pub fn cancel_drag(&mut self) {
+        self.dragging = None;
     }
 
     pub fn clear_selection(&mut self) {
@@ -401,6 +419,7 @@ impl TimelineView {
         match search(&self.run.kernels, query) {
             Ok(None) => {
                 self.matches = None;
+                self.lane_matches.clear();
                 String::new()
             }
             Ok(Some(m)) => {
@@ -418,11 +437,13 @@ impl TimelineView {
                     m.rows_matched,
                     fmt::thousands(calls as u64)
                 );
+                self.lane_matches = lane_match_counts(&self.run, &m);
                 self.matches = Some(m);
                 s
             }
             Err(e) => {
                 self.matches = None;
+                self.lane_matches.clear();
                 e
             }
         }
@@ -435,7 +456,7 @@ impl TimelineView {
             _ => None,
         };
         ViewState {
-            run: self.run.id.clone(),
+            run: self.site_id.clone(),
             window: Some((self.vp.t0.round() as i64, self.vp.t1.round() as i64)),
             selection: self.selection,
             pinned,
@@ -539,20 +560,24 @@ impl CompareView {
         }
     }
 
-    /// Adds a run from its `bundle.json` text.
-    pub fn add_run(&mut self, bundle: &str) -> Result<(), JsError> {
-        let b = llmprof_bundle::Bundle::from_json(bundle)
-            .map_err(|e| JsError::new(&format!("bundle.json does not parse: {e}")))?;
-        self.runs.push(RunSummary::from_bundle(&b));
+    /// Adds a run from its `bundle.json` text under `site_id` (its directory name in the
+    /// site, what `render`'s `ids` name); a second add of the same id replaces the first.
+    pub fn add_run(&mut self, site_id: &str, bundle: &str) -> Result<(), JsError> {
+        let b = llmprof_bundle::Bundle::from_json(bundle).map_err(|e| {
+            JsError::new(&format!("runs/{site_id}/bundle.json does not parse: {e}"))
+        })?;
+        let mut summary = RunSummary::from_bundle(&b);
+        summary.id = site_id.to_string();
+        self.runs.retain(|r| r.id != site_id);
+        self.runs.push(summary);
         Ok(())
     }
 
+    /// The loaded runs named in `ids` (comma-separated site ids), in that order.
     fn picked(&self, ids: &str) -> Vec<RunSummary> {
-        let want: Vec<&str> = ids.split(',').filter(|s| !s.is_empty()).collect();
-        self.runs
-            .iter()
-            .filter(|r| want.is_empty() || want.contains(&r.id.as_str()))
-            .cloned()
+        ids.split(',')
+            .filter(|s| !s.is_empty())
+            .filter_map(|id| self.runs.iter().find(|r| r.id == id).cloned())
             .collect()
     }
 

@@ -15,7 +15,9 @@ use crate::model::color_of;
 /// The numbers one run contributes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
+    /// Which run this is to the page (the site's directory name; the run id by default).
     pub id: String,
+    pub run_id: String,
     pub title: String,
     /// Top-level stages (warm-up excluded): name and median wall time per instance, ms.
     pub stages: Vec<(String, f64)>,
@@ -25,8 +27,8 @@ pub struct RunSummary {
     pub decode_tokens_per_s: Option<f64>,
     /// Prompt (plus image) tokens × batch over the median prefill wall time.
     pub prefill_tokens_per_s: Option<f64>,
-    /// Kernel time by category, ns, for the whole run (memcpy and memset excluded, as in the
-    /// site's category table: model loading would dwarf everything else).
+    /// Kernel time by category, ns, inside the run's top-level stages (warm-up excluded;
+    /// memcpy and memset excluded, as in the site's category table).
     pub mix: Vec<(Category, u64)>,
     /// Tokens the run processed: prompt (plus image) tokens per prefill instance and every
     /// generated token, × batch.
@@ -111,16 +113,27 @@ impl RunSummary {
         let generated = a.and_then(|a| a.run.generated_tokens);
         let prefills = prefill_stage.map(|s| s.instances);
         let tokens = match (context, prefills, generated) {
-            (Some(c), Some(p), Some(g)) => Some(c * batch * p + g),
+            (Some(c), Some(p), Some(g)) => c
+                .checked_mul(batch)
+                .and_then(|x| x.checked_mul(p))
+                .and_then(|x| x.checked_add(g)),
             _ => None,
         };
         let decode_steps: Option<u64> = w
             .and_then(|w| w.decode_steps.as_ref())
-            .map(|d| d.value.iter().sum());
+            .and_then(|d| d.value.iter().try_fold(0u64, |a, &x| a.checked_add(x)));
         let steps = match (prefills, decode_steps) {
-            (Some(p), Some(d)) => Some(p + d),
+            (Some(p), Some(d)) => p.checked_add(d),
             _ => None,
         };
+        // Kernel time inside the measured top-level stages only, so warm-up passes, model
+        // loading and work outside every stage do not inflate the per-token figures.
+        let measured: Vec<u32> = b
+            .stages
+            .iter()
+            .filter(|s| s.depth == 0 && !llmprof_bundle::is_warmup(&s.name))
+            .map(|s| s.id)
+            .collect();
         let mix = CATEGORIES
             .iter()
             .map(|&c| {
@@ -128,13 +141,15 @@ impl RunSummary {
                     .kernels
                     .iter()
                     .filter(|k| k.kind == OpKind::Kernel && k.category == c)
-                    .map(|k| k.total_ns)
-                    .sum();
+                    .flat_map(|k| k.by_stage.iter())
+                    .filter(|bs| measured.contains(&bs.stage))
+                    .fold(0u64, |a, bs| a.saturating_add(bs.total_ns));
                 (c, ns)
             })
             .collect();
         RunSummary {
             id: b.run_id.clone(),
+            run_id: b.run_id.clone(),
             title: b.label.clone().unwrap_or_else(|| b.run_id.clone()),
             stages,
             prefill_mfu_mbu: role_metrics(StageRole::Prefill),
@@ -149,7 +164,7 @@ impl RunSummary {
 
     /// The category mix under `norm`, or why it cannot be computed.
     pub fn mix_values(&self, norm: Norm) -> Result<Vec<(Category, f64)>, String> {
-        let total: u64 = self.mix.iter().map(|m| m.1).sum();
+        let total: u64 = self.mix.iter().fold(0u64, |a, m| a.saturating_add(m.1));
         let div = match norm {
             Norm::PerToken => self
                 .tokens
@@ -340,9 +355,11 @@ pub fn draw<DB: DrawingBackend>(
         }
     }
     let title = match norm {
-        Norm::PerToken => "Kernel time by category per processed token (µs)",
-        Norm::PerStep => "Kernel time by category per forward step (µs)",
-        Norm::Share => "Kernel time by category (% of the run's kernel time)",
+        Norm::PerToken => {
+            "Kernel time in the measured stages by category, per processed token (µs)"
+        }
+        Norm::PerStep => "Kernel time in the measured stages by category, per forward step (µs)",
+        Norm::Share => "Kernel time in the measured stages by category (%)",
     };
     stacked_mix(&rows[2], title, runs, &mixes, s)?;
     root.present().map_err(err)?;
@@ -364,7 +381,11 @@ fn grouped_bars<DB: DrawingBackend>(
         .copied()
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let ymax = if max > 0.0 { max * 1.15 } else { 1.0 };
+    let ymax = if max > 0.0 {
+        (max * 1.15).min(f64::MAX)
+    } else {
+        1.0
+    };
     let n = groups.len().max(1) as f64;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 14.0 * s))
@@ -436,8 +457,13 @@ fn stacked_mix<DB: DrawingBackend>(
     let max = mixes
         .iter()
         .map(|(_, m)| m.iter().map(|x| x.1).sum::<f64>())
+        .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let xmax = if max > 0.0 { max * 1.05 } else { 1.0 };
+    let xmax = if max > 0.0 {
+        (max * 1.05).min(f64::MAX)
+    } else {
+        1.0
+    };
     let n = runs.len().max(1) as f64;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 14.0 * s))

@@ -24,16 +24,20 @@ pub fn describe(run: &Run, t: Target) -> Vec<(String, String)> {
                     out.push(("Full name".into(), k.name.clone()));
                 }
             }
-            out.push(("Duration".into(), fmt::duration((e - s) as f64)));
+            out.push(("Duration".into(), fmt::duration(e.saturating_sub(s) as f64)));
             out.push(("Start".into(), fmt::duration(s as f64)));
             if is_kernel {
                 match run.stage_instance_of_kernel(i) {
                     Some(r) => {
-                        let rs = tl.ranges.start[r as usize];
-                        out.push((
-                            "In stage".into(),
-                            format!("{} +{}", run.range_name(r), fmt::duration((s - rs) as f64)),
-                        ));
+                        // Offset of the kernel's GPU start from the start of the stage
+                        // instance it belongs to (its launch was inside that range).
+                        let rs = tl.ranges.start.get(r as usize).copied().unwrap_or(s);
+                        let offset = if s >= rs {
+                            format!("+{}", fmt::duration((s - rs) as f64))
+                        } else {
+                            format!("−{}", fmt::duration((rs - s) as f64))
+                        };
+                        out.push(("In stage".into(), format!("{} {offset}", run.range_name(r))));
                     }
                     None => out.push(("In stage".into(), "outside every stage".into())),
                 }
@@ -70,7 +74,7 @@ pub fn describe(run: &Run, t: Target) -> Vec<(String, String)> {
         }
         Target::Range(i) => {
             out.push(("Stage".into(), run.range_name(i).to_string()));
-            out.push(("Duration".into(), fmt::duration((e - s) as f64)));
+            out.push(("Duration".into(), fmt::duration(e.saturating_sub(s) as f64)));
             out.push(("Start".into(), fmt::duration(s as f64)));
             if let Some(tid) = run.timeline.ranges.tid.get(i as usize) {
                 out.push(("Thread".into(), tid.to_string()));

@@ -44,6 +44,28 @@ pub fn tick_step(span_ns: f64, target: f64) -> f64 {
     (step * mag).max(1.0)
 }
 
+/// A time-axis label for tick `t` (ns) on a grid of `step` ns: the unit of `t`, with as many
+/// decimals as the step needs, so ticks 100 ns apart at 5 s read `5.0000001 s`, not `5.00 s`.
+pub fn tick_label(t: f64, step: f64) -> String {
+    let a = t.abs().max(step.abs());
+    let (unit, name) = if a < 1e3 {
+        (1.0, "ns")
+    } else if a < 1e6 {
+        (1e3, "µs")
+    } else if a < 1e9 {
+        (1e6, "ms")
+    } else {
+        (1e9, "s")
+    };
+    let rel = (step / unit).abs();
+    let decimals = if rel >= 1.0 || rel == 0.0 || !rel.is_finite() {
+        0
+    } else {
+        (-rel.log10()).ceil().clamp(0.0, 9.0) as usize
+    };
+    format!("{:.*} {name}", decimals, t / unit)
+}
+
 /// `1,234,567`.
 pub fn thousands(v: u64) -> String {
     let s = v.to_string();
@@ -75,6 +97,15 @@ mod tests {
         assert_eq!(tick_step(3e6, 10.0), 2e5);
         assert_eq!(tick_step(4e3, 10.0), 500.0);
         assert_eq!(tick_step(0.0, 10.0), 1.0);
+    }
+
+    #[test]
+    fn tick_labels_carry_the_step_precision() {
+        assert_eq!(tick_label(5_000_000_100.0, 100.0), "5.0000001 s");
+        assert_eq!(tick_label(200e6, 100e6), "200 ms");
+        assert_eq!(tick_label(1.2e9, 2e8), "1.2 s");
+        assert_eq!(tick_label(0.0, 5e5), "0 µs");
+        assert_eq!(tick_label(500.0, 100.0), "500 ns");
     }
 
     #[test]

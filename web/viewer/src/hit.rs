@@ -14,7 +14,7 @@ pub fn nearest(ix: &SpanIndex, t: f64, tol: f64) -> Option<usize> {
     if ix.is_empty() || !t.is_finite() {
         return None;
     }
-    let hi = ix.first_starting_at((t + tol).max(0.0).ceil() as u64 + 1);
+    let hi = ix.first_starting_at(((t + tol).max(0.0).ceil() as u64).saturating_add(1));
     let mut best: Option<(f64, u64, usize)> = None;
     let mut j = hi;
     let mut steps = 0;
@@ -76,6 +76,9 @@ pub fn counter_at(
     tol_px: f64,
 ) -> Option<Vec<(String, String)>> {
     let px = x - layout.geometry.label_w;
+    if px < 0.0 || px > vp.width {
+        return None;
+    }
     let lane = run.lanes.get(layout.lane_at(y)?)?;
     let LaneKind::Counter(ci) = lane.kind else {
         return None;

@@ -95,14 +95,11 @@ impl SpanIndex {
         self.start.partition_point(|&s| s < t)
     }
 
-    /// First position that may still be running at `t`: steps back over earlier spans that end
-    /// after `t` (a span started before the window but still visible in it).
+    /// First position that may still be running at `t` (a span started before the window but
+    /// still visible in it).
     pub fn first_running_at(&self, t: u64) -> usize {
-        let mut i = self.first_starting_at(t);
-        while i > 0 && self.max_end[i - 1] > t {
-            i -= 1;
-        }
-        i
+        // `max_end` never decreases: every span before this point ends by `t`.
+        self.max_end.partition_point(|&e| e <= t)
     }
 
     /// The latest end among spans `0..=pos`.
@@ -169,6 +166,12 @@ impl SpanIndex {
         let n = self.len();
         let mut i = self.first_running_at(t0.max(0.0) as u64);
         while i < n && (self.start[i] as f64) < t1 {
+            // Overlapping spans (ranges of several threads on one lane) can leave spans that
+            // ended before the window between here and the first visible one.
+            if (self.end[i] as f64) <= t0 {
+                i += 1;
+                continue;
+            }
             let x0 = to_x(self.start[i]);
             let x1 = to_x(self.end[i]);
             if x1 - x0 >= min_px {

@@ -186,16 +186,23 @@ impl Run {
         (s, s.saturating_add(d))
     }
 
-    /// The innermost stage instance (range position) that encloses kernel op `i`.
+    /// The stage instance (range position) kernel op `i` is attributed to: the innermost range
+    /// open on the launching thread when the launch call started (Nsight Systems' projection).
+    /// Older timelines lack that column; for them the instance enclosing the kernel's start is
+    /// used when one does (exact for synchronous traces).
     pub fn stage_instance_of_kernel(&self, i: u32) -> Option<u32> {
         let k = &self.timeline.kernels;
+        if k.range.len() == k.start.len() {
+            return (*k.range.get(i as usize)?)
+                .filter(|&r| (r as usize) < self.timeline.ranges.start.len());
+        }
         let stage = (*k.stage.get(i as usize)?)?;
         let t = *k.start.get(i as usize)?;
         let inst = &self.stages.get(stage as usize)?.instances;
         let r = &self.timeline.ranges;
         let p = inst.partition_point(|&pos| r.start[pos as usize] <= t);
         let pos = *inst.get(p.checked_sub(1)?)?;
-        (r.start[pos as usize] + r.dur[pos as usize] >= t).then_some(pos)
+        (r.start[pos as usize].saturating_add(r.dur[pos as usize]) >= t).then_some(pos)
     }
 
     /// Launch geometry of kernel op `i`, where the timeline has it.
@@ -230,7 +237,8 @@ pub fn color_of(c: Category) -> &'static str {
 fn check_columns(t: &Timeline) -> Result<(), LoadError> {
     let k = &t.kernels;
     let n = k.start.len();
-    let launch_ok = k.launch.is_empty() || k.launch.len() == n;
+    let launch_ok =
+        (k.launch.is_empty() || k.launch.len() == n) && (k.range.is_empty() || k.range.len() == n);
     if k.dur.len() != n
         || k.stream.len() != n
         || k.kernel.len() != n
@@ -278,6 +286,7 @@ fn build_lanes(t: &Timeline) -> Vec<Lane> {
     let r = &t.ranges;
     let max_depth = r.depth.iter().copied().max();
     if let Some(max_depth) = max_depth {
+        // Deeper ranges than 16 levels are not drawn (the lane list would outgrow the page).
         for depth in 0..=max_depth.min(15) {
             let items: Vec<u32> = (0..r.start.len() as u32)
                 .filter(|&i| r.depth[i as usize] == depth)
@@ -296,10 +305,11 @@ fn build_lanes(t: &Timeline) -> Vec<Lane> {
         }
     }
     let k = &t.kernels;
-    for (si, stream) in t.streams.iter().enumerate() {
-        let items: Vec<u32> = (0..k.start.len() as u32)
-            .filter(|&i| k.stream[i as usize] as usize == si)
-            .collect();
+    let mut by_stream: Vec<Vec<u32>> = vec![Vec::new(); t.streams.len()];
+    for (i, &st) in k.stream.iter().enumerate() {
+        by_stream[st as usize].push(i as u32);
+    }
+    for (si, (stream, items)) in t.streams.iter().zip(by_stream).enumerate() {
         if items.is_empty() {
             continue;
         }
@@ -343,7 +353,7 @@ fn counters(bundle: &Bundle, t: &Timeline) -> (Vec<Counter>, Option<String>) {
     let hi = t.end_ns as f64 - lo;
     let keep: Vec<usize> = (0..nv.t_ns.len())
         .filter(|&i| {
-            let x = (nv.t_ns[i] - zero) as f64;
+            let x = (nv.t_ns[i] as i128 - zero as i128) as f64;
             x >= lo && x <= hi
         })
         .collect();
@@ -353,7 +363,10 @@ fn counters(bundle: &Bundle, t: &Timeline) -> (Vec<Counter>, Option<String>) {
             Some("NVML samples do not overlap this timeline (sampled during other passes)".into()),
         );
     }
-    let times: Vec<f64> = keep.iter().map(|&i| (nv.t_ns[i] - zero) as f64).collect();
+    let times: Vec<f64> = keep
+        .iter()
+        .map(|&i| (nv.t_ns[i] as i128 - zero as i128) as f64)
+        .collect();
     let series =
         |name: &'static str, unit: &'static str, col: &[u32], scale: f64, floor_max: f64| {
             if col.len() != nv.t_ns.len() {

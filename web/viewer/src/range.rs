@@ -15,14 +15,17 @@ pub struct RangeRow {
     pub calls: u64,
     /// Overlap with the range, summed.
     pub total_ns: u64,
+    /// Whole durations of the same calls, summed (for the mean call duration).
+    pub full_ns: u64,
 }
 
 impl RangeRow {
+    /// Mean duration of the calls, whole (a call cut by the range's edge counts in full).
     pub fn mean_ns(&self) -> f64 {
         if self.calls == 0 {
             0.0
         } else {
-            self.total_ns as f64 / self.calls as f64
+            self.full_ns as f64 / self.calls as f64
         }
     }
 }
@@ -85,8 +88,8 @@ pub fn range_stats(run: &Run, a: u64, b: u64) -> RangeStats {
     let mut ops = 0u64;
     let all = overlapping(&k.start, &k.dur, &k.kernel, max_k, a, b)
         .chain(overlapping(&m.start, &m.dur, &m.kernel, max_m, a, b));
-    for (s, e, kr) in all {
-        let (s, e) = (s.max(a), e.min(b));
+    for (s0, e0, kr) in all {
+        let (s, e) = (s0.max(a), e0.min(b));
         ops += 1;
         intervals.push((s, e));
         let slot = match by_kernel.get(kr as usize) {
@@ -96,6 +99,7 @@ pub fn range_stats(run: &Run, a: u64, b: u64) -> RangeStats {
                     kernel: kr,
                     calls: 0,
                     total_ns: 0,
+                    full_ns: 0,
                 });
                 rows.len() - 1
             }
@@ -103,7 +107,8 @@ pub fn range_stats(run: &Run, a: u64, b: u64) -> RangeStats {
             None => continue,
         };
         rows[slot].calls += 1;
-        rows[slot].total_ns += e - s;
+        rows[slot].total_ns = rows[slot].total_ns.saturating_add(e - s);
+        rows[slot].full_ns = rows[slot].full_ns.saturating_add(e0 - s0);
     }
     intervals.sort_unstable();
     let mut busy = 0u64;

@@ -45,6 +45,8 @@ pub fn stage_color(stage: u32) -> &'static str {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Overlay<'a> {
     pub matches: Option<&'a Matches>,
+    /// Per lane, prefix counts of matching items ([`crate::search::lane_match_counts`]).
+    pub lane_matches: Option<&'a [Vec<u32>]>,
     pub hover: Option<Target>,
     pub pinned: Option<Target>,
     pub selection: Option<(u64, u64)>,
@@ -139,14 +141,29 @@ pub fn draw(
         lane.index.visible(vp.t0, vp.t1, vp.width, 1.0, &mut items);
         let mut labels: Vec<(f64, f64, String)> = Vec::new();
         for it in &items {
-            let (pos, x0, x1, alpha_scale) = match *it {
-                Item::Span { pos, x0, x1 } => (pos, x0, x1, 1.0),
-                Item::Merged { x0, busy, best, .. } => (best, x0, x0 + 1.0, 0.5 + 0.5 * busy),
+            let (pos, x0, x1, alpha_scale, merged) = match *it {
+                Item::Span { pos, x0, x1 } => (pos, x0, x1, 1.0, None),
+                Item::Merged {
+                    x0,
+                    busy,
+                    best,
+                    first,
+                    count,
+                } => (best, x0, x0 + 1.0, 0.5 + 0.5 * busy, Some((first, count))),
             };
             let Some(target) = run.target(lane, pos) else {
                 continue;
             };
-            let (color, matched) = color_of(run, target, ov.matches);
+            let (color, mut matched) = color_of(run, target, ov.matches);
+            // A merged column lights up when any of its kernels matches the search.
+            if let (Some((first, count)), Some(counts)) =
+                (merged, ov.lane_matches.and_then(|l| l.get(li)))
+            {
+                let (a, b) = (first as usize, first as usize + count as usize);
+                if let (Some(x), Some(y)) = (counts.get(a), counts.get(b)) {
+                    matched = y > x;
+                }
+            }
             let alpha = if matched {
                 alpha_scale
             } else {

@@ -1,7 +1,8 @@
 //! Kernel search: a case-insensitive substring, or a regular expression written `/like this/`.
 //! The query is matched once against the kernel table (hundreds of names), not per launch.
 
-use crate::model::KernelInfo;
+use crate::lanes::{Lane, LaneKind};
+use crate::model::{KernelInfo, Run};
 
 /// Which kernel rows a query matches.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,4 +50,30 @@ pub fn search(kernels: &[KernelInfo], query: &str) -> Result<Option<Matches>, St
         row,
         rows_matched,
     }))
+}
+
+/// Per lane, prefix counts of matching items (`counts[i]` = matches among items `0..i`), so a
+/// merged pixel column lights up when any of its kernels matches, not only its longest.
+pub fn lane_match_counts(run: &Run, m: &Matches) -> Vec<Vec<u32>> {
+    run.lanes
+        .iter()
+        .map(|lane: &Lane| {
+            let col = match lane.kind {
+                LaneKind::Stream(_) => &run.timeline.kernels.kernel,
+                LaneKind::MemOps => &run.timeline.mem_ops.kernel,
+                _ => return Vec::new(),
+            };
+            let mut counts = Vec::with_capacity(lane.items.len() + 1);
+            let mut n = 0u32;
+            counts.push(0);
+            for &i in &lane.items {
+                let row = col.get(i as usize).copied().unwrap_or(u32::MAX) as usize;
+                if m.row.get(row).copied().unwrap_or(false) {
+                    n += 1;
+                }
+                counts.push(n);
+            }
+            counts
+        })
+        .collect()
 }

@@ -57,8 +57,10 @@ impl Viewport {
         let max_span = self.end + 2.0 * margin;
         let span = (b - a).clamp(MIN_SPAN, max_span);
         let mid = (a + b) / 2.0;
-        let mut lo = mid - span / 2.0;
-        lo = lo.clamp(-margin, self.end + margin - span);
+        // At the widest window the two bounds meet; rounding can put `hi` a hair below `lo`,
+        // and `f64::clamp` panics on that, so clamp by hand.
+        let hi = (self.end + margin - span).max(-margin);
+        let lo = (mid - span / 2.0).max(-margin).min(hi);
         self.t0 = lo;
         self.t1 = lo + span;
     }
@@ -68,8 +70,9 @@ impl Viewport {
         if !(factor.is_finite() && factor > 0.0) {
             return;
         }
+        let x = x.clamp(0.0, self.width);
         let anchor = self.t_of(x);
-        let frac = (x / self.width).clamp(0.0, 1.0);
+        let frac = x / self.width;
         let span = (self.span() * factor).max(MIN_SPAN);
         let t0 = anchor - frac * span;
         self.set(t0, t0 + span);
@@ -129,6 +132,33 @@ mod tests {
         }
         assert!((v.span() - 1_100_000.0).abs() < 1e-6, "{}", v.span());
         assert!((v.t0 + 50_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn zooming_all_the_way_out_never_panics_whatever_the_run_length() {
+        // 1_000_000_002 ns made the clamp bounds cross by one ulp.
+        for end in [
+            1_000_000_002u64,
+            1_000_000_000,
+            3,
+            61_700_000_017,
+            99_999_999_999,
+        ] {
+            let mut v = Viewport::new(end, 1268.0);
+            for _ in 0..200 {
+                v.zoom_at(300.0, 1.4);
+            }
+            v.set(-1e12, 1e12);
+            assert!(v.t0 <= v.t1 && v.t0.is_finite(), "{end}: {v:?}");
+        }
+    }
+
+    #[test]
+    fn zoom_over_the_label_column_anchors_at_the_plot_edge() {
+        let mut v = Viewport::new(1_000_000, 1000.0);
+        v.set(400_000.0, 600_000.0);
+        v.zoom_at(-120.0, 0.5);
+        assert_eq!(v.t0, 400_000.0);
     }
 
     #[test]

@@ -25,6 +25,11 @@ struct Iteration {
     decode_step_ns: Vec<u64>,
     #[serde(default)]
     total_ns: Option<u64>,
+    /// The stage windows on the wall clock (`[start, end]`, ns since the epoch).
+    #[serde(default)]
+    prefill_window_ns: Option<[i64; 2]>,
+    #[serde(default)]
+    decode_window_ns: Option<[i64; 2]>,
 }
 
 /// The timings of every pass that wrote them.
@@ -82,6 +87,29 @@ pub fn read_all(raw: &Path) -> Timings {
         }
     }
     t
+}
+
+/// The baseline pass's stage windows on the wall clock, per stage, over the measured
+/// iterations (warm-up excluded); empty when the driver recorded none.
+pub fn baseline_windows(raw: &Path) -> Vec<(&'static str, Vec<(i64, i64)>)> {
+    let Some(f) = read_json::<TimingFile>(&raw.join("baseline/baseline.json")) else {
+        return Vec::new();
+    };
+    let pick = |get: fn(&Iteration) -> Option<[i64; 2]>| -> Vec<(i64, i64)> {
+        f.iterations
+            .iter()
+            .filter_map(get)
+            .filter(|[s, e]| e > s)
+            .map(|[s, e]| (s, e))
+            .collect()
+    };
+    [
+        ("prefill", pick(|i| i.prefill_window_ns)),
+        ("decode", pick(|i| i.decode_window_ns)),
+    ]
+    .into_iter()
+    .filter(|(_, w)| !w.is_empty())
+    .collect()
 }
 
 impl Timings {

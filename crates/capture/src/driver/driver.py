@@ -55,6 +55,9 @@ CUDA_MISSING = "CUDA is not available: capture needs an NVIDIA GPU"
 # Test mode only: run on the CPU (no CUDA, no NVTX meaning), so the driver's logic can be tested
 # on a machine without a GPU. Never set by llmprof capture.
 CPU_TEST_ENV = "LLMPROF_DRIVER_CPU"
+# The clock of the *_window_ns stage windows: the host's wall clock, which llmprof's NVML sampler
+# stamps its samples with (Rust SystemTime), so energy per stage can be integrated.
+WINDOW_CLOCK = "CLOCK_REALTIME ns since the Unix epoch (time.time_ns)"
 
 
 def cpu_test_mode():
@@ -491,19 +494,25 @@ class Runner:
         """One prefill + decode_steps decode steps. Host times in ns, taken with
         perf_counter_ns(); no synchronize except at the end of each stage (and after each step
         with sync_each_step). `record` (a dict) is filled as the iteration goes, so a crash
-        leaves what was measured."""
+        leaves what was measured. Each stage's window is also recorded on the wall clock
+        (WINDOW_CLOCK), the clock of llmprof's NVML sampler, so power samples can be integrated
+        over it."""
         torch = self.torch
         now = time.perf_counter_ns
+        wall = time.time_ns
         rec = {} if record is None else record
         sync_each = self.plan.sync_each_step
         with torch.no_grad():
+            w0 = wall()
             t0 = now()
             with self.stage(STAGE_PREFILL):
                 out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
                                  **self.logits_kw)
                 tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
             t1 = now()
+            w1 = wall()
             rec["prefill_ns"] = t1 - t0
+            rec["prefill_window_ns"] = [w0, w1]
             if self.prefill_logits is None:
                 self.prefill_logits = int(out.logits.shape[1])
             cache = out.past_key_values
@@ -523,6 +532,7 @@ class Runner:
                         steps.append(t - start)
                         start = t
                 t2 = now()
+                rec["decode_window_ns"] = [w1, wall()]
                 # Without per-step syncs the last step waits for the GPU inside the stage's
                 # synchronize: fold that wait into it, so the steps add up to decode_ns.
                 steps[-1] += t2 - start
@@ -748,6 +758,7 @@ def run_timed(ctx, runner, file_name, repeats, profile_cm=None):
         "max_new_tokens": plan.max_new_tokens,
         "sync_each_step": plan.sync_each_step,
         "stage_markers": not isinstance(runner.marker, NullMarker),
+        "window_clock": WINDOW_CLOCK,
         "warmup_iterations": [],
         "iterations": [],
     }

@@ -156,7 +156,7 @@ fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
         ));
     }
     if let Some(n) = &c.energy_note {
-        s.push_str(&wrap(&format!("energy    {n}"), width, 2));
+        s.push_str(&wrap(&format!("note: {n}"), width, 2));
     }
     for m in &c.missing {
         s.push_str(&wrap(&format!("missing   {m}"), width, 2));

@@ -254,7 +254,8 @@ pub enum Mode {
     Light,
     /// Light plus an Nsight Systems pass.
     Standard,
-    /// Standard plus Nsight Compute on decode kernels.
+    /// Standard plus Nsight Compute on decode kernels, and (for targets) a calibrate pass:
+    /// one large GEMM and one device copy give measured ceilings.
     Deep,
 }
 
@@ -353,6 +354,10 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     }
     if opts.mode == Mode::Deep {
         passes.push("ncu");
+        if target.is_some() {
+            // One large GEMM and one device copy: measured ceilings for analysis.
+            passes.push("calibrate");
+        }
         if ncu.is_none() {
             problems.push(
                 "Nsight Compute (`ncu`) not found: install it, set NCU=/path/to/ncu, or use \

@@ -299,6 +299,10 @@ pub fn run(
             }
         }
     }
+    // Ctrl-C between two passes stops the capture as well.
+    if interrupt.is_set() {
+        capture.interrupted = true;
+    }
     let mut nvml = sampler.map(|s| {
         let mut series = s.stop();
         series.windows = windows.clone();
@@ -379,6 +383,7 @@ pub fn run(
                     },
                 );
             }
+            let cal = timings::calibration(&raw);
             let decode_instances = if nsys_sqlite.is_some() { repeats } else { 1 };
             let metadata = raw.join("metadata.json");
             let meta = json!({
@@ -389,6 +394,8 @@ pub fn run(
                 "prefill_logits": 1,
                 "counted_flops": timings::counted_flops(&raw),
                 "counted_flops_source": "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)",
+                "measured_tflops": cal.0,
+                "measured_gbps": cal.1,
             });
             std::fs::write(
                 &metadata,
@@ -511,7 +518,31 @@ fn energy_into(
          or the pass failed)"
             .into()
     } else {
-        crate::energy::note(series)
+        let mut note = crate::energy::note(series);
+        let checks: Vec<String> = capture
+            .energy
+            .iter()
+            .filter_map(|e| {
+                let c = e.counter_energy_j?;
+                (e.energy_j > 0.0).then(|| {
+                    format!(
+                        "{} {:+.0}% ({} samples in {:.0} ms windows)",
+                        e.stage,
+                        (c - e.energy_j) / e.energy_j * 100.0,
+                        e.samples,
+                        e.wall_ns / 1e6
+                    )
+                })
+            })
+            .collect();
+        if !checks.is_empty() {
+            note.push_str(&format!(
+                " NVML's total-energy counter over the same windows differs by {}: a window only \
+                 a few samples long is uncertain.",
+                checks.join(", ")
+            ));
+        }
+        note
     });
 }
 

@@ -163,6 +163,22 @@ pub fn image_tokens(raw: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The device ceilings the calibrate pass measured in deep mode (`measured_tflops`,
+/// `measured_gbps` in its metadata): one large GEMM and one device copy.
+pub fn calibration(raw: &Path) -> (Option<f64>, Option<f64>) {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        measured_tflops: Option<f64>,
+        #[serde(default)]
+        measured_gbps: Option<f64>,
+    }
+    let ok = |v: Option<f64>| v.filter(|x| x.is_finite() && *x > 0.0);
+    read_json::<Meta>(&raw.join("calibrate/metadata.json")).map_or((None, None), |m| {
+        (ok(m.measured_tflops), ok(m.measured_gbps))
+    })
+}
+
 /// Python, torch, transformers and CUDA versions the driver recorded (any pass).
 pub fn versions_into(raw: &Path, snap: &mut EnvSnapshot) {
     #[derive(Deserialize)]
@@ -215,5 +231,34 @@ mod tests {
         );
         assert_eq!(t.baseline.unwrap().iteration_cv_pct, 0.0);
         assert!(counted_flops(raw).is_empty());
+        assert_eq!(calibration(raw), (None, None));
+        std::fs::create_dir_all(raw.join("calibrate")).unwrap();
+        std::fs::write(
+            raw.join("calibrate/metadata.json"),
+            r#"{"measured_tflops": 771.5, "measured_gbps": -1}"#,
+        )
+        .unwrap();
+        assert_eq!(calibration(raw), (Some(771.5), None));
+    }
+
+    #[test]
+    fn baseline_windows_are_read_per_stage() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        std::fs::create_dir_all(raw.join("baseline")).unwrap();
+        let doc = serde_json::json!({"iterations": [
+            {"prefill_window_ns": [10, 20], "decode_window_ns": [20, 90]},
+            {"prefill_window_ns": [100, 100], "decode_window_ns": [130, 200]},
+            {"prefill_ns": 5}
+        ]});
+        std::fs::write(raw.join("baseline/baseline.json"), doc.to_string()).unwrap();
+        let w = baseline_windows(raw);
+        assert_eq!(
+            w,
+            vec![
+                ("prefill", vec![(10, 20)]),
+                ("decode", vec![(20, 90), (130, 200)])
+            ]
+        );
     }
 }

@@ -37,7 +37,7 @@ fn dry_run_validates_and_prints_the_plan() {
         "target   qwen2.5-0.5b",
         "qwen2 from config, random weights, bfloat16",
         "batch 1, prompt 512 tokens, 64 new tokens",
-        "passes   baseline → flops → kineto → nsys → ncu",
+        "passes   baseline → flops → kineto → nsys → ncu → calibrate",
         "dry run: nothing was run",
     ] {
         assert!(stdout.contains(needle), "plan lacks {needle}:\n{stdout}");
@@ -98,8 +98,8 @@ fn a_broken_target_names_the_file_and_the_problem() {
 #[test]
 fn sample_runs_carry_their_capture_record() {
     for run in [
-        "20261122-013608-qwen2.5-0.5b-deep",
-        "20261122-014612-qwen3-moe-small-standard",
+        "20261122-033031-qwen2.5-0.5b-deep",
+        "20261122-032057-qwen3-moe-small-standard",
     ] {
         let text =
             std::fs::read_to_string(fixture("sample-runs").join(run).join("bundle.json")).unwrap();
@@ -123,7 +123,7 @@ fn sample_runs_carry_their_capture_record() {
 
 #[test]
 fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
-    let run = "20261122-020635-deepseek-ocr2-standard";
+    let run = "20261122-032337-deepseek-ocr2-standard";
     let text =
         std::fs::read_to_string(fixture("sample-runs").join(run).join("bundle.json")).unwrap();
     let b = llmprof_bundle::Bundle::from_json(&text).unwrap();
@@ -140,7 +140,7 @@ fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
     let a = llmprof_analysis::analyze(&b);
     for stage in ["sam", "vision_encoder", "projector", "prefill", "decode"] {
         let s = a.stages.iter().find(|s| s.name == stage).unwrap();
-        // FlopCounterMode on the H200 against the analytic count (prefill includes the vision
+        // FlopCounterMode on the H100 against the analytic count (prefill includes the vision
         // tower; the counter sees full s² attention).
         let d = s.counted_vs_analytic_pct.unwrap();
         assert!(d.abs() < 1.0, "{stage}: {d}%");
@@ -417,4 +417,82 @@ fn ctrl_c_stops_the_pass_keeps_a_partial_run_and_exits_130() {
         run.join("raw/baseline/stderr.log").is_file(),
         "partial artifacts kept"
     );
+}
+
+/// The sample runs' energy per stage is the power samples integrated over the stage windows the
+/// baseline pass recorded: recomputed here from the bundle's NVML series and
+/// `raw/baseline/baseline.json`, it matches the bundle, the J/token uses the run's tokens, the
+/// mean power is physical, and NVML's energy counter agrees on the long decode windows.
+#[test]
+fn sample_runs_energy_is_the_power_integral_over_the_baseline_stage_windows() {
+    for (run, prompt_tokens) in [
+        ("20261122-033031-qwen2.5-0.5b-deep", 512u64),
+        ("20261122-032057-qwen3-moe-small-standard", 512),
+        // 257 image tokens + 32 text tokens.
+        ("20261122-032337-deepseek-ocr2-standard", 289),
+    ] {
+        let dir = fixture("sample-runs").join(run);
+        let b = llmprof_bundle::Bundle::from_json(
+            &std::fs::read_to_string(dir.join("bundle.json")).unwrap(),
+        )
+        .unwrap();
+        let c = b.capture.as_ref().unwrap();
+        let n = b.nvml.as_ref().unwrap();
+        assert_eq!(n.power_source.as_deref(), Some("instant"), "{run}");
+        let base: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("raw/baseline/baseline.json")).unwrap(),
+        )
+        .unwrap();
+        let limit = c.snapshot.power_limit_w.unwrap();
+        for (stage, tokens) in [("prefill", prompt_tokens), ("decode", 64)] {
+            let windows: Vec<(i64, i64)> = base["iterations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|it| {
+                    let w = &it[format!("{stage}_window_ns")];
+                    (w[0].as_i64().unwrap(), w[1].as_i64().unwrap())
+                })
+                .collect();
+            assert_eq!(windows.len(), 3, "{run} {stage}");
+            let e =
+                llmprof_capture::energy::stage_energy(n, stage, &windows, Some(tokens)).unwrap();
+            let rec = c.energy.iter().find(|e| e.stage == stage).unwrap();
+            // The same integral (JSON keeps floats to the last bit or so).
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+            assert!(
+                close(e.energy_j, rec.energy_j)
+                    && close(e.wall_ns, rec.wall_ns)
+                    && (e.instances, e.samples) == (rec.instances, rec.samples)
+                    && close(e.counter_energy_j.unwrap(), rec.counter_energy_j.unwrap()),
+                "{run} {stage}: {e:?} vs {rec:?}"
+            );
+            assert!(close(
+                rec.j_per_token.unwrap(),
+                rec.energy_j / tokens as f64
+            ));
+            assert_eq!(rec.tokens, Some(tokens));
+            assert!(
+                rec.mean_power_w > 50.0 && rec.mean_power_w < limit,
+                "{run} {stage}: {} W",
+                rec.mean_power_w
+            );
+            // The host window and the driver's own stage time agree (same stage, two clocks).
+            let host_ms = base["summary"][format!("{stage}_ms")]["mean"]
+                .as_f64()
+                .unwrap();
+            assert!(
+                (rec.wall_ns / 1e6 - host_ms).abs() / host_ms < 0.05,
+                "{run} {stage}"
+            );
+            if stage == "decode" {
+                let counter = rec.counter_energy_j.unwrap();
+                assert!(
+                    (counter - rec.energy_j).abs() / rec.energy_j < 0.06,
+                    "{run}: counter {counter} J vs power integral {} J",
+                    rec.energy_j
+                );
+            }
+        }
+    }
 }

@@ -86,6 +86,12 @@ pub struct CaptureArgs {
     /// the timeline only); deep mode profiles kernels inside them. Default: every range.
     #[arg(long, value_name = "NAMES", value_delimiter = ',', requires = "cmd")]
     pub stages: Vec<String>,
+    /// Interleaved baseline/Nsight Systems pass pairs for the overhead (1-4): with 3 the
+    /// capture runs baseline, ..., nsys, baseline, nsys, baseline, nsys, each in a fresh
+    /// process, pools their iterations, and reports the per-pair range.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=llmprof_capture::MAX_OVERHEAD_REPEATS))]
+    pub overhead_repeats: u64,
     /// Seconds one pass may run before its process group is stopped (default: the target's
     /// [run] timeout_s; 3600 with --cmd).
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]

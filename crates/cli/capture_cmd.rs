@@ -55,6 +55,7 @@ fn options(args: &CaptureArgs) -> Result<CaptureOptions> {
         device: args.device,
         out: args.out.clone(),
         timeout_s: args.timeout,
+        overhead_repeats: args.overhead_repeats,
     })
 }
 

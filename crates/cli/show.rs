@@ -132,12 +132,17 @@ fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
     }
     for o in &c.overhead {
         s.push_str(&format!(
-            "  overhead  {} pass on {}: {:+.1}% ({} → {} ms median)\n",
+            "  overhead  {} pass on {}: {:+.1}% ({} → {} ms median){}\n",
             o.pass,
             o.stage,
             o.overhead_pct,
             ms(o.baseline_median_ns as u64),
-            ms(o.profiled_median_ns as u64)
+            ms(o.profiled_median_ns as u64),
+            match o.pair_range_pct {
+                Some([lo, hi]) =>
+                    format!("; {} interleaved pairs, {lo:+.1}% to {hi:+.1}%", o.pairs),
+                None => String::new(),
+            }
         ));
     }
     for e in &c.energy {

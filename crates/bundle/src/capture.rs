@@ -135,7 +135,10 @@ pub struct StageTimings {
     pub iteration_cv_pct: f64,
 }
 
-/// The profiler's overhead on one stage.
+/// The profiler's overhead on one stage: the median over every measured iteration of the
+/// profiled passes against the median over the baseline passes. With `--overhead-repeats N`
+/// the baseline and Nsight Systems passes run N times, interleaved (baseline, nsys, baseline,
+/// nsys, ...), each in a fresh process, so drift and process-to-process noise fall on both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Overhead {
     pub pass: String,
@@ -144,6 +147,13 @@ pub struct Overhead {
     pub profiled_median_ns: f64,
     /// (profiled − baseline) / baseline, in percent.
     pub overhead_pct: f64,
+    /// Interleaved baseline/profiled pass pairs the medians pool (`--overhead-repeats`); 0 in
+    /// bundles written before this field (one pair).
+    #[serde(default)]
+    pub pairs: u64,
+    /// With more than one pair: the lowest and highest overhead of a single pair, percent.
+    #[serde(default)]
+    pub pair_range_pct: Option<[f64; 2]>,
 }
 
 /// The machine and software a capture ran on.

@@ -77,7 +77,8 @@
 //!   bundles read with them empty): `capture.energy[]` ([`StageEnergy`]: J per stage and
 //!   J/token of the baseline pass), `capture.energy_note`, `capture.interrupted`,
 //!   `capture.command` and `capture.stage_names` (`--cmd` workloads), `nvml.power_source`,
-//!   `nvml.energy_mj`.
+//!   `nvml.energy_mj`, `capture.overhead[].pairs` and `.pair_range_pct` (interleaved overhead
+//!   repeats).
 
 use std::collections::BTreeMap;
 

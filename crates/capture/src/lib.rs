@@ -280,6 +280,8 @@ pub struct CaptureOptions {
     pub device: u32,
     /// Seconds one pass may run (default: the target's `[run] timeout_s`, 3600 for `--cmd`).
     pub timeout_s: Option<u64>,
+    /// Interleaved baseline/nsys pass pairs for the overhead (1 to [`MAX_OVERHEAD_REPEATS`]).
+    pub overhead_repeats: u64,
     /// Where the capture's working directory is made (the runs directory).
     pub out: PathBuf,
 }
@@ -301,6 +303,21 @@ pub struct Plan {
     pub passes: Vec<&'static str>,
     /// Problems that stop passes from running, and how to fix them.
     pub problems: Vec<String>,
+}
+
+/// Pass names of the extra interleaved pairs (`--overhead-repeats`): each pair's passes write
+/// to their own `raw/<name>/`.
+const REPEAT_PAIRS: [(&str, &str); 3] = [
+    ("baseline-2", "nsys-2"),
+    ("baseline-3", "nsys-3"),
+    ("baseline-4", "nsys-4"),
+];
+/// The most interleaved baseline/nsys pairs a capture runs.
+pub const MAX_OVERHEAD_REPEATS: u64 = REPEAT_PAIRS.len() as u64 + 1;
+
+/// What a pass does: `baseline-2` is a baseline, `nsys-3` an nsys pass.
+pub(crate) fn pass_kind(pass: &str) -> &str {
+    pass.split('-').next().unwrap_or(pass)
 }
 
 /// Disk a standard capture of a small model needs (traces, exports, bundles), with margin.
@@ -344,6 +361,12 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     }
     if matches!(opts.mode, Mode::Standard | Mode::Deep) {
         passes.push("nsys");
+        // Further interleaved pairs for the overhead: baseline, nsys, baseline, nsys, ...
+        let extra = opts.overhead_repeats.clamp(1, MAX_OVERHEAD_REPEATS) - 1;
+        for (b, n) in REPEAT_PAIRS.iter().take(extra as usize) {
+            passes.push(b);
+            passes.push(n);
+        }
         if nsys.is_none() {
             problems.push(
                 "Nsight Systems (`nsys`) not found on PATH or under /opt/nvidia: install it, set \

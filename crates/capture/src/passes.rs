@@ -118,6 +118,7 @@ pub fn run(
     let mut disk_full = false;
 
     for &pass in &plan.passes {
+        let kind = crate::pass_kind(pass);
         if interrupt.is_set() || capture.interrupted {
             not_run.push(pass);
             continue;
@@ -152,7 +153,7 @@ pub fn run(
             _ => continue,
         };
         let mut stdout_to = None;
-        let command: Vec<String> = match pass {
+        let command: Vec<String> = match kind {
             "nsys" => {
                 let Some(nsys) = &plan.nsys else {
                     capture.missing.push(
@@ -228,7 +229,7 @@ pub fn run(
         };
         // A --cmd baseline runs `repeats` times (each run is one timing sample); a target's
         // driver repeats iterations inside one process.
-        let runs = if plan.command.is_some() && pass == "baseline" {
+        let runs = if plan.command.is_some() && kind == "baseline" {
             repeats
         } else {
             1
@@ -478,7 +479,10 @@ fn driver_plan(
     repeats: u64,
 ) -> serde_json::Value {
     json!({
-        "pass": if pass == "ncu" { "nsys" } else { pass },
+        "pass": match crate::pass_kind(pass) {
+            "ncu" => "nsys",
+            kind => kind,
+        },
         "out_dir": out,
         "model": {
             "config": t.model.config,
@@ -561,13 +565,17 @@ fn command_overhead(passes: &[PassRecord], kineto_traced: bool) -> Vec<Overhead>
     }
     passes
         .iter()
-        .filter(|p| p.ok && (p.name == "nsys" || p.name == "kineto" && kineto_traced))
+        .filter(|p| {
+            p.ok && (crate::pass_kind(&p.name) == "nsys" || p.name == "kineto" && kineto_traced)
+        })
         .map(|p| Overhead {
             pass: p.name.clone(),
             stage: "command".into(),
             baseline_median_ns: b.median_ns,
             profiled_median_ns: p.wall_ns as f64,
             overhead_pct: (p.wall_ns as f64 - b.median_ns) / b.median_ns * 100.0,
+            pairs: 1,
+            pair_range_pct: None,
         })
         .collect()
 }

@@ -35,8 +35,11 @@ struct Iteration {
 /// The timings of every pass that wrote them.
 #[derive(Debug, Default, Clone)]
 pub struct Timings {
+    /// Every baseline pass's measured iterations, pooled.
     pub baseline: Option<StageTimings>,
     pub profiled: Vec<(String, StageTimings)>,
+    /// Interleaved pairs (baseline pass, nsys pass), in the order they ran.
+    pub pairs: Vec<(StageTimings, StageTimings)>,
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
@@ -68,25 +71,106 @@ fn summarize(iters: &[Iteration]) -> Option<StageTimings> {
     })
 }
 
-/// Reads the timing files under `raw/<pass>/`.
+/// The measured iterations a pass directory's timing file holds (none when it is missing).
+fn iterations(raw: &Path, dir: &str, name: &str) -> Vec<Iteration> {
+    read_json::<TimingFile>(&raw.join(dir).join(name))
+        .map(|f| f.iterations)
+        .unwrap_or_default()
+}
+
+/// Reads the timing files under `raw/<pass>/`: `baseline`, `kineto`, `nsys`, and the
+/// interleaved repeats `baseline-N` / `nsys-N` (N = 2, 3, ...), pooled per kind.
 pub fn read_all(raw: &Path) -> Timings {
-    let file = |pass: &str, name: &str| -> Option<StageTimings> {
-        let f: TimingFile = read_json(&raw.join(pass).join(name))?;
-        summarize(&f.iterations)
-    };
-    let mut t = Timings {
-        baseline: file("baseline", "baseline.json"),
-        profiled: Vec::new(),
-    };
-    for (pass, name) in [
-        ("kineto", "kineto_timing.json"),
-        ("nsys", "nsys_timing.json"),
-    ] {
-        if let Some(s) = file(pass, name) {
-            t.profiled.push((pass.to_string(), s));
+    let dir = |kind: &str, n: u32| {
+        if n == 1 {
+            kind.to_string()
+        } else {
+            format!("{kind}-{n}")
         }
+    };
+    let (mut base_all, mut nsys_all, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 1..=crate::MAX_OVERHEAD_REPEATS as u32 {
+        let b = iterations(raw, &dir("baseline", n), "baseline.json");
+        let p = iterations(raw, &dir("nsys", n), "nsys_timing.json");
+        if let (Some(bs), Some(ps)) = (summarize(&b), summarize(&p)) {
+            pairs.push((bs, ps));
+        }
+        base_all.extend(b);
+        nsys_all.extend(p);
+    }
+    let mut t = Timings {
+        baseline: summarize(&base_all),
+        profiled: Vec::new(),
+        pairs,
+    };
+    if let Some(s) = summarize(&iterations(raw, "kineto", "kineto_timing.json")) {
+        t.profiled.push(("kineto".into(), s));
+    }
+    if let Some(s) = summarize(&nsys_all) {
+        t.profiled.push(("nsys".into(), s));
     }
     t
+}
+
+fn stages(t: &StageTimings) -> [(&'static str, &Distribution); 3] {
+    [
+        ("prefill", &t.prefill),
+        ("decode", &t.decode),
+        ("decode step", &t.decode_step),
+    ]
+}
+
+fn pct(base: &Distribution, profiled: &Distribution) -> Option<f64> {
+    (base.count > 0 && profiled.count > 0 && base.median_ns > 0.0)
+        .then(|| (profiled.median_ns - base.median_ns) / base.median_ns * 100.0)
+}
+
+impl Timings {
+    /// Per profiled pass and stage: the median of the pooled profiled iterations against the
+    /// median of the pooled baseline iterations; for nsys with several interleaved pairs, also
+    /// the range of the per-pair overheads.
+    pub fn overhead(&self) -> Vec<Overhead> {
+        let Some(base) = &self.baseline else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (pass, s) in &self.profiled {
+            for ((stage, b), (_, p)) in stages(base).into_iter().zip(stages(s)) {
+                let Some(overhead_pct) = pct(b, p) else {
+                    continue;
+                };
+                let (pairs, pair_range_pct) = if pass == "nsys" {
+                    let per_pair: Vec<f64> = self
+                        .pairs
+                        .iter()
+                        .filter_map(|(bs, ps)| {
+                            let i = stages(bs).iter().position(|(n, _)| *n == stage)?;
+                            pct(stages(bs)[i].1, stages(ps)[i].1)
+                        })
+                        .collect();
+                    let range = (per_pair.len() > 1).then(|| {
+                        [
+                            per_pair.iter().copied().fold(f64::INFINITY, f64::min),
+                            per_pair.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        ]
+                    });
+                    (self.pairs.len().max(1) as u64, range)
+                } else {
+                    (1, None)
+                };
+                out.push(Overhead {
+                    pass: pass.clone(),
+                    stage: stage.into(),
+                    baseline_median_ns: b.median_ns,
+                    profiled_median_ns: p.median_ns,
+                    overhead_pct,
+                    pairs,
+                    pair_range_pct,
+                });
+            }
+        }
+        out
+    }
 }
 
 /// The baseline pass's stage windows on the wall clock, per stage, over the measured
@@ -110,35 +194,6 @@ pub fn baseline_windows(raw: &Path) -> Vec<(&'static str, Vec<(i64, i64)>)> {
     .into_iter()
     .filter(|(_, w)| !w.is_empty())
     .collect()
-}
-
-impl Timings {
-    /// Per profiled pass and stage: the median against the baseline median.
-    pub fn overhead(&self) -> Vec<Overhead> {
-        let Some(base) = &self.baseline else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for (pass, s) in &self.profiled {
-            for (stage, b, p) in [
-                ("prefill", &base.prefill, &s.prefill),
-                ("decode", &base.decode, &s.decode),
-                ("decode step", &base.decode_step, &s.decode_step),
-            ] {
-                if b.count == 0 || p.count == 0 || b.median_ns <= 0.0 {
-                    continue;
-                }
-                out.push(Overhead {
-                    pass: pass.clone(),
-                    stage: stage.into(),
-                    baseline_median_ns: b.median_ns,
-                    profiled_median_ns: p.median_ns,
-                    overhead_pct: (p.median_ns - b.median_ns) / b.median_ns * 100.0,
-                });
-            }
-        }
-        out
-    }
 }
 
 /// `flops.json` of the flops pass: stage -> FLOPs per instance.
@@ -239,6 +294,33 @@ mod tests {
         )
         .unwrap();
         assert_eq!(calibration(raw), (Some(771.5), None));
+    }
+
+    #[test]
+    fn interleaved_pairs_pool_their_iterations_and_give_a_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        let write = |pass: &str, name: &str, prefill: u64| {
+            std::fs::create_dir_all(raw.join(pass)).unwrap();
+            let it = |p: u64| serde_json::json!({"prefill_ns": p, "decode_ns": 10 * p, "total_ns": 11 * p});
+            let doc = serde_json::json!({"iterations": [it(prefill), it(prefill), it(prefill)]});
+            std::fs::write(raw.join(pass).join(name), doc.to_string()).unwrap();
+        };
+        write("baseline", "baseline.json", 100);
+        write("nsys", "nsys_timing.json", 125);
+        write("baseline-2", "baseline.json", 100);
+        write("nsys-2", "nsys_timing.json", 150);
+        let t = read_all(raw);
+        assert_eq!(t.baseline.as_ref().unwrap().iterations, 6);
+        assert_eq!(t.pairs.len(), 2);
+        let o = t.overhead();
+        let prefill = o.iter().find(|o| o.stage == "prefill").unwrap();
+        // Pooled: nsys median of 125,125,125,150,150,150 = 137.5 against 100.
+        assert_eq!(prefill.pairs, 2);
+        assert!((prefill.overhead_pct - 37.5).abs() < 1e-9);
+        assert_eq!(prefill.pair_range_pct, Some([25.0, 50.0]));
+        // No decode steps were written: no decode-step row.
+        assert!(!o.iter().any(|o| o.stage == "decode step"));
     }
 
     #[test]

@@ -147,13 +147,14 @@ fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
     }
     for e in &c.energy {
         s.push_str(&format!(
-            "  energy    {}: {} J per instance, {:.0} W mean over {} ms × {} ({} samples){}\n",
+            "  energy    {}: {} J per instance, {:.0} W mean over {} ms × {} ({} sample{}){}\n",
             e.stage,
             joules(e.energy_j),
             e.mean_power_w,
             ms(e.wall_ns as u64),
             e.instances,
             e.samples,
+            if e.samples == 1 { "" } else { "s" },
             match (e.j_per_token, e.tokens) {
                 (Some(j), Some(t)) => format!("; {} mJ/token ({t} tokens)", joules(j * 1e3)),
                 _ => String::new(),

@@ -530,10 +530,11 @@ fn energy_into(
                 let c = e.counter_energy_j?;
                 (e.energy_j > 0.0).then(|| {
                     format!(
-                        "{} {:+.0}% ({} samples in {:.0} ms windows)",
+                        "{} {:+.0}% ({} sample{} in {:.0} ms windows)",
                         e.stage,
                         (c - e.energy_j) / e.energy_j * 100.0,
                         e.samples,
+                        if e.samples == 1 { "" } else { "s" },
                         e.wall_ns / 1e6
                     )
                 })

@@ -277,12 +277,14 @@ fn counted_flops_from_metadata_are_shown_beside_analytic() {
     assert!(!a.findings.iter().any(|f| f.id == "flops_mismatch"));
 }
 
-/// A real H200 capture ran at full clocks (its NVML samples carry only the idle reason), so no
-/// throttling finding; the same samples marked with a software power cap inside the nsys pass
-/// give one, naming the pass, the share of samples and the reason.
+/// A real H100 capture ran the workload at full clocks (in the passes that time it, NVML saw
+/// only the idle reason; the deep run's calibrate pass, one large GEMM at full power, may touch
+/// the power cap and is then named as such); the same samples marked with a software power cap
+/// inside the nsys pass give an evidence line naming the pass, the share of samples and the
+/// reason.
 #[test]
 fn throttling_is_found_only_where_nvml_saw_a_slowdown() {
-    let run = fixture("sample-runs/20261122-013608-qwen2.5-0.5b-deep");
+    let run = fixture("sample-runs/20261122-033031-qwen2.5-0.5b-deep");
     let text = std::fs::read_to_string(run.join("bundle.json")).unwrap();
     let mut b = Bundle::from_json(&text).unwrap();
     let has = |b: &Bundle| {
@@ -291,7 +293,17 @@ fn throttling_is_found_only_where_nvml_saw_a_slowdown() {
             .into_iter()
             .find(|f| f.id == "throttling")
     };
-    assert!(has(&b).is_none(), "real capture has no slowdown samples");
+    let workload_lines = |f: Option<llmprof_bundle::Finding>| -> Vec<String> {
+        f.map(|f| f.evidence)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| !e.starts_with("calibrate: "))
+            .collect()
+    };
+    assert!(
+        workload_lines(has(&b)).is_empty(),
+        "real capture: no slowdown in a pass that times the workload"
+    );
 
     let nvml = b.nvml.as_mut().unwrap();
     let w = nvml
@@ -307,9 +319,9 @@ fn throttling_is_found_only_where_nvml_saw_a_slowdown() {
     for &i in &inside[..10] {
         nvml.throttle_reasons[i] |= 0x4;
     }
-    let f = has(&b).expect("throttling finding");
-    assert_eq!(f.evidence.len(), 1, "{:?}", f.evidence);
-    let line = &f.evidence[0];
+    let lines = workload_lines(has(&b));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
     assert!(line.starts_with("nsys: 10 of "), "{line}");
     assert!(line.contains("software power cap"), "{line}");
 }

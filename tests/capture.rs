@@ -1,6 +1,8 @@
 //! `llmprof capture` on a machine without a GPU (the build machine, CI): the dry run validates
-//! and prints the plan; a real run refuses with the reason and leaves nothing behind.
-//! The capture itself runs on the GPU host; its output ships as `tests/fixtures/sample-runs`.
+//! and prints the plan; a real run of a target refuses with the reason and leaves nothing
+//! behind; a `--cmd` workload runs its baseline anyway (NVML and missing profilers recorded),
+//! and Ctrl-C leaves a partial run and exit code 130. The capture itself runs on the GPU host;
+//! its output ships as `tests/fixtures/sample-runs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -35,7 +37,7 @@ fn dry_run_validates_and_prints_the_plan() {
         "target   qwen2.5-0.5b",
         "qwen2 from config, random weights, bfloat16",
         "batch 1, prompt 512 tokens, 64 new tokens",
-        "passes   baseline → flops → kineto → nsys → ncu",
+        "passes   baseline → flops → kineto → nsys → ncu → calibrate",
         "dry run: nothing was run",
     ] {
         assert!(stdout.contains(needle), "plan lacks {needle}:\n{stdout}");
@@ -96,8 +98,8 @@ fn a_broken_target_names_the_file_and_the_problem() {
 #[test]
 fn sample_runs_carry_their_capture_record() {
     for run in [
-        "20261122-013608-qwen2.5-0.5b-deep",
-        "20261122-014612-qwen3-moe-small-standard",
+        "20261122-033031-qwen2.5-0.5b-deep",
+        "20261122-032057-qwen3-moe-small-standard",
     ] {
         let text =
             std::fs::read_to_string(fixture("sample-runs").join(run).join("bundle.json")).unwrap();
@@ -121,7 +123,7 @@ fn sample_runs_carry_their_capture_record() {
 
 #[test]
 fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
-    let run = "20261122-020635-deepseek-ocr2-standard";
+    let run = "20261122-032337-deepseek-ocr2-standard";
     let text =
         std::fs::read_to_string(fixture("sample-runs").join(run).join("bundle.json")).unwrap();
     let b = llmprof_bundle::Bundle::from_json(&text).unwrap();
@@ -138,10 +140,359 @@ fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
     let a = llmprof_analysis::analyze(&b);
     for stage in ["sam", "vision_encoder", "projector", "prefill", "decode"] {
         let s = a.stages.iter().find(|s| s.name == stage).unwrap();
-        // FlopCounterMode on the H200 against the analytic count (prefill includes the vision
+        // FlopCounterMode on the H100 against the analytic count (prefill includes the vision
         // tower; the counter sees full s² attention).
         let d = s.counted_vs_analytic_pct.unwrap();
         assert!(d.abs() < 1.0, "{stage}: {d}%");
     }
     assert!(a.findings.iter().any(|f| f.id == "vision_share"));
+}
+
+/// Runs `llmprof capture --cmd` with profilers hidden, so the test means the same everywhere.
+fn capture_cmd(args: &[&std::ffi::OsStr]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_llmprof"));
+    c.arg("capture")
+        .args(args)
+        .env("NSYS", "/nonexistent/nsys")
+        .env("NCU", "/nonexistent/ncu")
+        .env("COLUMNS", "200");
+    c
+}
+
+fn only_run(runs: &Path) -> std::path::PathBuf {
+    let dirs: Vec<_> = std::fs::read_dir(runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+#[test]
+fn dry_run_of_a_command_prints_its_plan() {
+    let out = tempfile::tempdir().unwrap();
+    let o = capture_cmd(&[
+        "--cmd".as_ref(),
+        "python3 my_infer.py --tokens 8".as_ref(),
+        "--stages".as_ref(),
+        "prefill,decode".as_ref(),
+        "--mode".as_ref(),
+        "deep".as_ref(),
+        "--dry-run".as_ref(),
+        "--out".as_ref(),
+        out.path().as_os_str(),
+    ])
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for needle in [
+        "command  sh -c \"python3 my_infer.py --tokens 8\"",
+        "name     my_infer",
+        "stages   prefill, decode",
+        "passes   baseline → kineto → nsys → ncu",
+        "LLMPROF_KINETO_OUT",
+        "dry run: nothing was run",
+    ] {
+        assert!(stdout.contains(needle), "plan lacks {needle}:\n{stdout}");
+    }
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    // A program that does not exist is a problem the dry run names.
+    let o = capture_cmd(&[
+        "--cmd".as_ref(),
+        "no-such-program-xyz --flag".as_ref(),
+        "--dry-run".as_ref(),
+    ])
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("`no-such-program-xyz`, which is neither a file nor on PATH"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_command_runs_as_the_baseline_and_records_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    // The workload reports the pass and the stages it was given.
+    let o = capture_cmd(&[
+        "--cmd".as_ref(),
+        "echo pass=$LLMPROF_PASS stages=$LLMPROF_STAGES".as_ref(),
+        "--stages".as_ref(),
+        "prefill,decode".as_ref(),
+        "--repeats".as_ref(),
+        "2".as_ref(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let run = only_run(&runs);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        run.to_string_lossy()
+    );
+    let log = std::fs::read_to_string(run.join("raw/baseline/stderr-2.log")).unwrap();
+    assert_eq!(log.trim(), "pass=baseline stages=prefill,decode");
+    let b = llmprof_bundle::Bundle::from_json(
+        &std::fs::read_to_string(run.join("bundle.json")).unwrap(),
+    )
+    .unwrap();
+    let c = b.capture.as_ref().unwrap();
+    assert_eq!(
+        c.command.as_deref(),
+        Some("echo pass=$LLMPROF_PASS stages=$LLMPROF_STAGES")
+    );
+    assert_eq!(c.stage_names, ["prefill", "decode"]);
+    let names: Vec<&str> = c.passes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["baseline", "baseline #2", "kineto"]);
+    assert!(c
+        .passes
+        .iter()
+        .all(|p| p.ok && p.command[..2] == ["sh", "-c"]));
+    assert!(!c.interrupted);
+    for needle in [
+        "the nsys pass did not run: Nsight Systems (`nsys`) was not found",
+        "the workload wrote no trace at $LLMPROF_KINETO_OUT",
+        "no profiler trace was captured",
+    ] {
+        assert!(
+            c.missing.iter().any(|m| m.contains(needle)),
+            "missing lacks {needle}: {:#?}",
+            c.missing
+        );
+    }
+    // No profiled pass that profiled anything: no overhead to claim.
+    assert!(c.overhead.is_empty(), "{:?}", c.overhead);
+    if b.nvml.is_none() {
+        assert!(c.energy.is_empty());
+        assert_eq!(c.energy_note.as_deref(), Some("no energy: no NVML samples"));
+    }
+    let show = llmprof(["show".as_ref(), run.as_os_str()]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("Capture (standard mode, command echo)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_command_that_honours_llmprof_kineto_out_gets_its_trace_ingested() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    std::fs::write(
+        &trace,
+        r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}], "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "decode", "pid": 1, "tid": 1, "ts": 1000.0, "dur": 100.0, "args": {"External id": 1}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1010.0, "dur": 5.0, "args": {"External id": 2, "correlation": 7}},
+{"ph": "X", "cat": "kernel", "name": "k7", "pid": 0, "tid": 7, "ts": 1020.0, "dur": 30.0, "args": {"External id": 2, "device": 0, "stream": 7, "correlation": 7, "grid": [1, 1, 1], "block": [128, 1, 1]}}
+]}"#,
+    )
+    .unwrap();
+    let runs = dir.path().join("runs");
+    let cmd = format!(
+        "if [ -n \"$LLMPROF_KINETO_OUT\" ]; then cp '{}' \"$LLMPROF_KINETO_OUT\"; fi",
+        trace.display()
+    );
+    let o = capture_cmd(&[
+        "--cmd".as_ref(),
+        cmd.as_ref(),
+        "--stages".as_ref(),
+        "decode,prefill".as_ref(),
+        "--mode".as_ref(),
+        "light".as_ref(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let run = only_run(&runs);
+    let b = llmprof_bundle::Bundle::from_json(
+        &std::fs::read_to_string(run.join("bundle.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        b.stages.iter().any(|s| s.name == "decode"),
+        "{:?}",
+        b.stages
+    );
+    assert_eq!(b.kernels.len(), 1);
+    let c = b.capture.as_ref().unwrap();
+    assert!(
+        c.missing
+            .iter()
+            .any(|m| m.contains("--stages names `prefill`")),
+        "{:#?}",
+        c.missing
+    );
+    assert!(!c.missing.iter().any(|m| m.contains("LLMPROF_KINETO_OUT")));
+}
+
+#[test]
+fn ctrl_c_stops_the_pass_keeps_a_partial_run_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let started = std::time::Instant::now();
+    // The workload's background job ignores SIGINT, as a shell's does: it must still go.
+    let child = capture_cmd(&[
+        "--cmd".as_ref(),
+        "sleep 60 & echo started; wait".as_ref(),
+        "--mode".as_ref(),
+        "light".as_ref(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Wait for the baseline pass to start, then press Ctrl-C.
+    let log_glob = || -> Option<std::path::PathBuf> {
+        let d = std::fs::read_dir(&runs)
+            .ok()?
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(".capture-"))?;
+        let log = d.path().join("raw/baseline/stderr.log");
+        std::fs::read_to_string(&log)
+            .ok()?
+            .contains("started")
+            .then_some(log)
+    };
+    while log_glob().is_none() {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the baseline never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "stopped by Ctrl-C, not by sleep ending"
+    );
+    assert!(
+        err.contains("interrupted after") && err.contains("partial run"),
+        "{err}"
+    );
+    let run = only_run(&runs);
+    let b = llmprof_bundle::Bundle::from_json(
+        &std::fs::read_to_string(run.join("bundle.json")).unwrap(),
+    )
+    .unwrap();
+    let c = b.capture.as_ref().unwrap();
+    assert!(c.interrupted);
+    assert_eq!(c.passes.len(), 1);
+    assert!(
+        c.passes[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .starts_with("interrupted by Ctrl-C"),
+        "{:?}",
+        c.passes[0]
+    );
+    assert!(
+        c.missing
+            .iter()
+            .any(|m| m == "the kineto pass did not run: the capture was interrupted"),
+        "{:#?}",
+        c.missing
+    );
+    assert!(
+        run.join("raw/baseline/stderr.log").is_file(),
+        "partial artifacts kept"
+    );
+}
+
+/// The sample runs' energy per stage is the power samples integrated over the stage windows the
+/// baseline pass recorded: recomputed here from the bundle's NVML series and
+/// `raw/baseline/baseline.json`, it matches the bundle, the J/token uses the run's tokens, the
+/// mean power is physical, and NVML's energy counter agrees on the long decode windows.
+#[test]
+fn sample_runs_energy_is_the_power_integral_over_the_baseline_stage_windows() {
+    for (run, prompt_tokens) in [
+        ("20261122-033031-qwen2.5-0.5b-deep", 512u64),
+        ("20261122-032057-qwen3-moe-small-standard", 512),
+        // 257 image tokens + 32 text tokens.
+        ("20261122-032337-deepseek-ocr2-standard", 289),
+    ] {
+        let dir = fixture("sample-runs").join(run);
+        let b = llmprof_bundle::Bundle::from_json(
+            &std::fs::read_to_string(dir.join("bundle.json")).unwrap(),
+        )
+        .unwrap();
+        let c = b.capture.as_ref().unwrap();
+        let n = b.nvml.as_ref().unwrap();
+        assert_eq!(n.power_source.as_deref(), Some("instant"), "{run}");
+        let base: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("raw/baseline/baseline.json")).unwrap(),
+        )
+        .unwrap();
+        let limit = c.snapshot.power_limit_w.unwrap();
+        for (stage, tokens) in [("prefill", prompt_tokens), ("decode", 64)] {
+            let windows: Vec<(i64, i64)> = base["iterations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|it| {
+                    let w = &it[format!("{stage}_window_ns")];
+                    (w[0].as_i64().unwrap(), w[1].as_i64().unwrap())
+                })
+                .collect();
+            assert_eq!(windows.len(), 3, "{run} {stage}");
+            let e =
+                llmprof_capture::energy::stage_energy(n, stage, &windows, Some(tokens)).unwrap();
+            let rec = c.energy.iter().find(|e| e.stage == stage).unwrap();
+            // The same integral (JSON keeps floats to the last bit or so).
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+            assert!(
+                close(e.energy_j, rec.energy_j)
+                    && close(e.wall_ns, rec.wall_ns)
+                    && (e.instances, e.samples) == (rec.instances, rec.samples)
+                    && close(e.counter_energy_j.unwrap(), rec.counter_energy_j.unwrap()),
+                "{run} {stage}: {e:?} vs {rec:?}"
+            );
+            assert!(close(
+                rec.j_per_token.unwrap(),
+                rec.energy_j / tokens as f64
+            ));
+            assert_eq!(rec.tokens, Some(tokens));
+            assert!(
+                rec.mean_power_w > 50.0 && rec.mean_power_w < limit,
+                "{run} {stage}: {} W",
+                rec.mean_power_w
+            );
+            // The host window and the driver's own stage time agree (same stage, two clocks).
+            let host_ms = base["summary"][format!("{stage}_ms")]["mean"]
+                .as_f64()
+                .unwrap();
+            assert!(
+                (rec.wall_ns / 1e6 - host_ms).abs() / host_ms < 0.05,
+                "{run} {stage}"
+            );
+            if stage == "decode" {
+                let counter = rec.counter_energy_j.unwrap();
+                assert!(
+                    (counter - rec.energy_j).abs() / rec.energy_j < 0.06,
+                    "{run}: counter {counter} J vs power integral {} J",
+                    rec.energy_j
+                );
+            }
+        }
+    }
 }

@@ -282,7 +282,7 @@ fn a_missing_runs_directory_is_a_clear_error() {
     );
 }
 
-/// The real H200 captures that ship as sample runs (dense target in deep mode, small MoE in
+/// The real H100 captures that ship as sample runs (dense target in deep mode, small MoE in
 /// standard mode): the site shows how they were captured, the overhead, and the NVML chart.
 #[test]
 fn sample_runs_show_capture_overhead_and_nvml() {
@@ -298,9 +298,9 @@ fn sample_runs_show_capture_overhead_and_nvml() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for run in [
-        "runs/20261122-013608-qwen2.5-0.5b-deep",
-        "runs/20261122-014612-qwen3-moe-small-standard",
-        "runs/20261122-020635-deepseek-ocr2-standard",
+        "runs/20261122-033031-qwen2.5-0.5b-deep",
+        "runs/20261122-032057-qwen3-moe-small-standard",
+        "runs/20261122-032337-deepseek-ocr2-standard",
     ] {
         let page = read(&site.join(run).join("index.html"));
         for needle in [
@@ -310,6 +310,8 @@ fn sample_runs_show_capture_overhead_and_nvml() {
             "id=\"snapshot-table\"",
             "GPU power, SM clock and utilization (NVML)",
             "Decode is launch-bound",
+            "Energy (J), decode (baseline, per instance)",
+            "J/token, prefill",
         ] {
             assert!(page.contains(needle), "{run} lacks {needle}");
         }

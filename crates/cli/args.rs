@@ -42,14 +42,29 @@ pub enum Command {
     /// Build the static report site.
     #[command(subcommand)]
     Site(SiteCommand),
-    /// Profile a target on this machine's NVIDIA GPU and ingest the result.
+    /// Profile a target (or your own command) on this machine's NVIDIA GPU and ingest the result.
     ///
-    /// Runs the target's workload once per pass: unprofiled (baseline), counting FLOPs, under
-    /// the PyTorch profiler (light), under Nsight Systems (standard), under Nsight Compute
-    /// (deep), with NVML sampled throughout; then ingests, analyses and writes the run.
+    /// Runs the workload once per pass: unprofiled (baseline), counting FLOPs, under the
+    /// PyTorch profiler (light), under Nsight Systems (standard), under Nsight Compute (deep),
+    /// with NVML power/clocks sampled every 20 ms throughout; then ingests, analyses and
+    /// writes the run, with energy per stage and J/token of the baseline pass.
     /// --dry-run validates the target, the tools, the GPU and the disk, and prints the plan.
     ///
-    /// Example: llmprof capture --target configs/qwen2.5-0.5b.toml --mode standard
+    /// Bring your own workload with --cmd: the command runs with `sh -c` as the baseline pass
+    /// (timed, NVML sampled; --repeats runs), then under nsys (standard) and ncu (deep). Mark
+    /// its stages with NVTX ranges (torch.cuda.nvtx.range_push/pop, or the llmprof-stages crate
+    /// in Rust) and name them with --stages. Each pass sets LLMPROF_PASS (baseline, kineto,
+    /// nsys, ncu), LLMPROF_OUT_DIR and LLMPROF_STAGES; the PyTorch-profiler pass needs the
+    /// workload's cooperation: when LLMPROF_KINETO_OUT is set, profile one iteration with
+    /// torch.profiler and call prof.export_chrome_trace(os.environ["LLMPROF_KINETO_OUT"]).
+    ///
+    /// Ctrl-C stops the running pass (its process group gets SIGINT, then SIGKILL after 30 s
+    /// or a second Ctrl-C), keeps what was captured, writes a partial run that says what is
+    /// missing, and exits 130.
+    ///
+    /// Examples:
+    ///   llmprof capture --target configs/qwen2.5-0.5b.toml --mode standard
+    ///   llmprof capture --cmd "python my_infer.py --tokens 64" --stages prefill,decode --mode deep
     #[command(verbatim_doc_comment)]
     Capture(CaptureArgs),
 }
@@ -57,12 +72,35 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct CaptureArgs {
     /// Target config (configs/*.toml): the model, the inputs and how to run it.
-    #[arg(long, value_name = "FILE")]
-    pub target: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "cmd",
+        conflicts_with = "cmd"
+    )]
+    pub target: Option<PathBuf>,
+    /// Your own workload instead of a target: a command line run with `sh -c` once per pass.
+    #[arg(long, value_name = "COMMAND")]
+    pub cmd: Option<String>,
+    /// With --cmd: the NVTX ranges that count as stages, comma-separated (other ranges stay in
+    /// the timeline only); deep mode profiles kernels inside them. Default: every range.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', requires = "cmd")]
+    pub stages: Vec<String>,
+    /// Interleaved baseline/Nsight Systems pass pairs for the overhead (1-4): with 3 the
+    /// capture runs baseline, ..., nsys, baseline, nsys, baseline, nsys, each in a fresh
+    /// process, pools their iterations, and reports the per-pair range.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=llmprof_capture::MAX_OVERHEAD_REPEATS))]
+    pub overhead_repeats: u64,
+    /// Seconds one pass may run before its process group is stopped (default: the target's
+    /// [run] timeout_s; 3600 with --cmd).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: Option<u64>,
     /// How much to profile.
     #[arg(long, value_enum, default_value_t = ModeArg::Standard)]
     pub mode: ModeArg,
-    /// Measured iterations per pass (default: the target's [run] repeats).
+    /// Measured iterations per pass (default: the target's [run] repeats); with --cmd, how
+    /// many times the baseline runs the command (default 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub repeats: Option<u64>,
     /// CUDA device index (recorded in the run).

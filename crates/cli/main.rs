@@ -35,6 +35,10 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
+            if let Some(i) = e.downcast_ref::<capture_cmd::Interrupted>() {
+                eprintln!("llmprof: {i}");
+                return ExitCode::from(130);
+            }
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }

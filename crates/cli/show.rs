@@ -84,9 +84,26 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
 /// How the run was captured: passes, the baseline, overhead, what is missing.
 fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
     s.push_str(&format!(
-        "\nCapture ({} mode, target {})\n",
-        c.mode, c.target
+        "\nCapture ({} mode, {} {}){}\n",
+        c.mode,
+        if c.command.is_some() {
+            "command"
+        } else {
+            "target"
+        },
+        c.target,
+        if c.interrupted {
+            ", INTERRUPTED: partial"
+        } else {
+            ""
+        }
     ));
+    if let Some(cmd) = &c.command {
+        s.push_str(&wrap(&format!("command   sh -c {cmd:?}"), width, 2));
+        if !c.stage_names.is_empty() {
+            s.push_str(&format!("  stages    {}\n", c.stage_names.join(", ")));
+        }
+    }
     let mut t = Table::new(
         &[
             ("pass", Align::Left),
@@ -115,16 +132,53 @@ fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
     }
     for o in &c.overhead {
         s.push_str(&format!(
-            "  overhead  {} pass on {}: {:+.1}% ({} → {} ms median)\n",
+            "  overhead  {} pass on {}: {:+.1}% ({} → {} ms median){}\n",
             o.pass,
             o.stage,
             o.overhead_pct,
             ms(o.baseline_median_ns as u64),
-            ms(o.profiled_median_ns as u64)
+            ms(o.profiled_median_ns as u64),
+            match o.pair_range_pct {
+                Some([lo, hi]) =>
+                    format!("; {} interleaved pairs, {lo:+.1}% to {hi:+.1}%", o.pairs),
+                None => String::new(),
+            }
         ));
+    }
+    for e in &c.energy {
+        s.push_str(&format!(
+            "  energy    {}: {} J per instance, {:.0} W mean over {} ms × {} ({} sample{}){}\n",
+            e.stage,
+            joules(e.energy_j),
+            e.mean_power_w,
+            ms(e.wall_ns as u64),
+            e.instances,
+            e.samples,
+            if e.samples == 1 { "" } else { "s" },
+            match (e.j_per_token, e.tokens) {
+                (Some(j), Some(t)) => format!("; {} mJ/token ({t} tokens)", joules(j * 1e3)),
+                _ => String::new(),
+            }
+        ));
+    }
+    if let Some(n) = &c.energy_note {
+        s.push_str(&wrap(&format!("note: {n}"), width, 2));
     }
     for m in &c.missing {
         s.push_str(&wrap(&format!("missing   {m}"), width, 2));
+    }
+}
+
+/// Joules with three significant digits (0.0123, 1.23, 123).
+fn joules(j: f64) -> String {
+    if j.abs() >= 100.0 {
+        format!("{j:.0}")
+    } else if j.abs() >= 10.0 {
+        format!("{j:.1}")
+    } else if j.abs() >= 1.0 {
+        format!("{j:.2}")
+    } else {
+        format!("{j:.3}")
     }
 }
 

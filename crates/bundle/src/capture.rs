@@ -1,6 +1,27 @@
 //! What `llmprof capture` adds to a bundle: how the run was captured (passes and their exact
 //! command lines), the unprofiled baseline and the profilers' overhead against it, an
-//! environment snapshot, an inputs manifest with sha256, and the NVML time series.
+//! environment snapshot, an inputs manifest with sha256, the NVML time series, and the energy
+//! of each stage of the baseline pass.
+//!
+//! # Energy
+//!
+//! [`Capture::energy`] holds one [`StageEnergy`] per stage of the unprofiled baseline pass. The
+//! workload records each stage instance's window on the host's wall clock (ns since the Unix
+//! epoch, the clock [`NvmlSeries::t_ns`] uses); capture integrates the power samples over each
+//! window with the trapezoid rule on the piecewise-linear power curve (linear interpolation
+//! between samples, clipped at the window's ends) and averages over the measured instances.
+//! At the default 20 ms sampling a prefill window holds a few samples and a decode *step* none:
+//! decode steps are not resolved one by one, the decode stage is integrated over the union of
+//! its windows and divided by its steps for J/token. J/token is prefill J per prompt token
+//! (text plus image tokens, times the batch) and decode J per generated token (decode steps
+//! times the batch). [`NvmlSeries::power_source`] says whether the power is NVML's instant
+//! reading or its 1 s average (Ampere and newer average `nvmlDeviceGetPowerUsage` over 1 s,
+//! which smears short stages); [`StageEnergy::counter_energy_j`] repeats the integral with
+//! NVML's total-energy counter as a cross-check. These fields are additive (serde defaults):
+//! bundles written before them read with no energy.
+//!
+//! With `llmprof capture --cmd` the workload's stages are unknown to the host, so the one row
+//! is the whole command (stage `command`) and has no J/token.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +50,51 @@ pub struct Capture {
     /// What is missing from this run and how to get it.
     #[serde(default)]
     pub missing: Vec<String>,
+    /// Energy per stage of the baseline pass (see the module docs); empty without NVML.
+    #[serde(default)]
+    pub energy: Vec<StageEnergy>,
+    /// How the energy was computed, or why there is none.
+    #[serde(default)]
+    pub energy_note: Option<String>,
+    /// `true` when Ctrl-C stopped the capture: the interrupted pass is recorded, later passes
+    /// did not run, and `missing` says what that left out.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// `llmprof capture --cmd`: the user's workload command (run with `sh -c`), else `None`.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// `--stages`: the NVTX ranges of a `--cmd` workload that count as stages.
+    #[serde(default)]
+    pub stage_names: Vec<String>,
+}
+
+/// Energy of one stage of the baseline pass, from the NVML power samples integrated over the
+/// stage's windows (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageEnergy {
+    /// `prefill`, `decode`, or `command` for a `--cmd` workload.
+    pub stage: String,
+    /// Instances (measured iterations) whose windows the samples cover.
+    pub instances: u64,
+    /// Mean wall time of one instance's window, ns.
+    pub wall_ns: f64,
+    /// Mean energy of one instance, joules.
+    pub energy_j: f64,
+    /// `energy_j` over the window: mean power, watts.
+    pub mean_power_w: f64,
+    /// Power samples that fall inside the windows, over all instances.
+    pub samples: u64,
+    /// Tokens of one instance: prompt tokens (text + image) × batch for prefill, decode steps
+    /// × batch for decode; `None` when unknown.
+    #[serde(default)]
+    pub tokens: Option<u64>,
+    /// `energy_j / tokens`.
+    #[serde(default)]
+    pub j_per_token: Option<f64>,
+    /// The same energy from NVML's total-energy counter interpolated at the window ends, when
+    /// the GPU has the counter: a cross-check of the power integral.
+    #[serde(default)]
+    pub counter_energy_j: Option<f64>,
 }
 
 /// One pass of the capture: the workload run once more, under one profiler (or none).
@@ -69,7 +135,10 @@ pub struct StageTimings {
     pub iteration_cv_pct: f64,
 }
 
-/// The profiler's overhead on one stage.
+/// The profiler's overhead on one stage: the median over every measured iteration of the
+/// profiled passes against the median over the baseline passes. With `--overhead-repeats N`
+/// the baseline and Nsight Systems passes run N times, interleaved (baseline, nsys, baseline,
+/// nsys, ...), each in a fresh process, so drift and process-to-process noise fall on both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Overhead {
     pub pass: String,
@@ -78,6 +147,13 @@ pub struct Overhead {
     pub profiled_median_ns: f64,
     /// (profiled − baseline) / baseline, in percent.
     pub overhead_pct: f64,
+    /// Interleaved baseline/profiled pass pairs the medians pool (`--overhead-repeats`); 0 in
+    /// bundles written before this field (one pair).
+    #[serde(default)]
+    pub pairs: u64,
+    /// With more than one pair: the lowest and highest overhead of a single pair, percent.
+    #[serde(default)]
+    pub pair_range_pct: Option<[f64; 2]>,
 }
 
 /// The machine and software a capture ran on.
@@ -145,6 +221,15 @@ pub struct NvmlSeries {
     /// Passes and stage windows on the same clock, for bands on charts.
     #[serde(default)]
     pub windows: Vec<Window>,
+    /// What `power_mw` reads: `instant` (NVML field `NVML_FI_DEV_POWER_INSTANT`) or `average`
+    /// (`nvmlDeviceGetPowerUsage`, a 1 s average on Ampere and newer); `None` in bundles
+    /// written before this field.
+    #[serde(default)]
+    pub power_source: Option<String>,
+    /// NVML's total energy counter at each sample, mJ since the driver loaded; empty when the
+    /// GPU has no counter (older than Volta) or in bundles written before this field.
+    #[serde(default)]
+    pub energy_mj: Vec<u64>,
 }
 
 /// A named time window on the NVML clock.

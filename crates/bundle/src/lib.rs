@@ -73,6 +73,12 @@
 //! * Version 2: adds `workload`, `counted_flops`, `calibration` and `analysis`. All are
 //!   optional: a version-1 bundle reads as version 2 with them absent.
 //! * Version 3: adds `capture` and `nvml`, both optional; older bundles read unchanged.
+//!   Later additive fields, same version (each has a serde default, so earlier version-3
+//!   bundles read with them empty): `capture.energy[]` ([`StageEnergy`]: J per stage and
+//!   J/token of the baseline pass), `capture.energy_note`, `capture.interrupted`,
+//!   `capture.command` and `capture.stage_names` (`--cmd` workloads), `nvml.power_source`,
+//!   `nvml.energy_mj`, `capture.overhead[].pairs` and `.pair_range_pct` (interleaved overhead
+//!   repeats).
 
 use std::collections::BTreeMap;
 
@@ -91,7 +97,8 @@ pub use analysis::{
     StageRole,
 };
 pub use capture::{
-    Capture, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord, StageTimings, Window,
+    Capture, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord, StageEnergy,
+    StageTimings, Window,
 };
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};

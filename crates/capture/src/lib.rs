@@ -7,6 +7,7 @@
 //! [`llmprof_bundle::Capture`] record; turning the artifacts into a bundle is ingest's job, and
 //! the CLI chains the two.
 
+pub mod energy;
 pub mod nvml;
 mod passes;
 pub mod retention;
@@ -15,6 +16,8 @@ mod timings;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 pub use passes::{run, CaptureOutput};
 pub use target::Target;
@@ -32,8 +35,216 @@ pub enum CaptureError {
         #[source]
         source: std::io::Error,
     },
+    /// The filesystem is full (ENOSPC) or the quota is spent.
+    #[error("{}", disk_full_message(path, keep.as_deref()))]
+    DiskFull {
+        path: PathBuf,
+        keep: Option<PathBuf>,
+    },
     #[error("every pass failed; nothing was captured. {0}")]
     NothingCaptured(String),
+}
+
+/// ENOSPC and EDQUOT on Linux: what a full disk or a spent quota returns.
+const ENOSPC: i32 = 28;
+const EDQUOT: i32 = 122;
+
+/// Whether `e` says the disk (or the user's quota) is full.
+pub fn is_disk_full(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::StorageFull || matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT))
+}
+
+/// The one-line message for a full disk: the path, the free space on its filesystem, and where
+/// the partial artifacts are.
+pub fn disk_full_message(path: &Path, keep: Option<&Path>) -> String {
+    let free = free_disk(path).map_or("unknown space".to_string(), |b| {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    });
+    let mut s = format!(
+        "disk full writing `{}` ({free} free on its filesystem)",
+        path.display()
+    );
+    if let Some(k) = keep {
+        s.push_str(&format!(
+            "; partial artifacts are kept in `{}`",
+            k.display()
+        ));
+    }
+    s.push_str("; free space or choose another --out");
+    s
+}
+
+/// Ctrl-C (or SIGTERM/SIGHUP) as the capture sees it: the CLI's signal handler calls
+/// [`Interrupt::trigger`]; the running pass is stopped (SIGINT to its process group, then
+/// SIGKILL after a grace period or at a second trigger) and no further pass starts.
+#[derive(Debug, Clone, Default)]
+pub struct Interrupt(Arc<AtomicU32>);
+
+impl Interrupt {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Records one more interrupt request.
+    pub fn trigger(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    /// How many times it was triggered.
+    pub fn count(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn is_set(&self) -> bool {
+        self.count() > 0
+    }
+}
+
+/// What runs in each pass.
+#[derive(Debug, Clone)]
+pub enum WorkloadSpec {
+    /// A target config (`configs/*.toml`) run by the embedded driver.
+    Target(PathBuf),
+    /// The user's own command (`--cmd`), run with `sh -c`.
+    Command(CommandWorkload),
+}
+
+/// A `--cmd` workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandWorkload {
+    /// The command line, run with `sh -c` (so quoting, pipes and variables work as typed).
+    pub command: String,
+    /// NVTX ranges that count as stages (`--stages`); empty: every range.
+    pub stages: Vec<String>,
+    /// The run's name: the script or program the command runs.
+    pub name: String,
+}
+
+impl CommandWorkload {
+    pub fn new(command: &str, stages: Vec<String>) -> Result<Self, CaptureError> {
+        let command = command.trim().to_string();
+        if command.is_empty() {
+            return Err(CaptureError::Environment("--cmd is empty".into()));
+        }
+        let name = command_name(&command);
+        Ok(CommandWorkload {
+            command,
+            stages,
+            name,
+        })
+    }
+
+    /// The program the command starts (after `VAR=value` assignments), for the dry run's check.
+    pub fn program(&self) -> Option<&str> {
+        self.command
+            .split_whitespace()
+            .find(|w| !is_assignment(w))
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+    }
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(k, _)| {
+        !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// `python my_infer.py --x` → `my_infer`; `./bench --n 3` → `bench`: the first word naming a
+/// script, else the first program that is not an interpreter or wrapper, without directory and
+/// extension.
+fn command_name(command: &str) -> String {
+    const SCRIPT: &[&str] = &[".py", ".sh", ".bash", ".pl", ".rb", ".js", ".lua"];
+    const WRAPPERS: &[&str] = &[
+        "sh",
+        "bash",
+        "zsh",
+        "env",
+        "exec",
+        "nice",
+        "timeout",
+        "python",
+        "python3",
+        "uv",
+        "run",
+        "poetry",
+        "cargo",
+        "torchrun",
+        "accelerate",
+        "launch",
+        "if",
+        "for",
+        "while",
+        "then",
+        "do",
+        "[",
+        "test",
+        "trap",
+        "time",
+        "cd",
+    ];
+    let words: Vec<&str> = command
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty() && !is_assignment(w) && !w.starts_with('-'))
+        .collect();
+    let base = |w: &str| -> String {
+        Path::new(w)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let pick = words
+        .iter()
+        .find(|w| SCRIPT.iter().any(|x| w.ends_with(x)))
+        .or_else(|| {
+            words.iter().find(|w| {
+                !w.chars().all(|c| c.is_ascii_digit() || c == '.')
+                    && !WRAPPERS.contains(&base(w).as_str())
+            })
+        })
+        .or(words.first())
+        .map(|w| base(w))
+        .unwrap_or_default();
+    let clean: String = pick
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "cmd".into()
+    } else {
+        clean
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_named_after_its_script_or_program() {
+        for (cmd, name) in [
+            ("python my_infer.py --tokens 64", "my_infer"),
+            (
+                "CUDA_VISIBLE_DEVICES=1 python3 -u /x/bench/run_llm.py",
+                "run_llm",
+            ),
+            ("./target/release/examples/decode --n 3", "decode"),
+            ("sh -c 'sleep 0.3'", "sleep"),
+            ("uv run serve", "serve"),
+        ] {
+            assert_eq!(
+                CommandWorkload::new(cmd, vec![]).unwrap().name,
+                name,
+                "{cmd}"
+            );
+        }
+        assert!(CommandWorkload::new("  ", vec![]).is_err());
+        let c = CommandWorkload::new("A=1 B=2 python x.py", vec![]).unwrap();
+        assert_eq!(c.program(), Some("python"));
+    }
 }
 
 /// How much to profile.
@@ -43,7 +254,8 @@ pub enum Mode {
     Light,
     /// Light plus an Nsight Systems pass.
     Standard,
-    /// Standard plus Nsight Compute on decode kernels.
+    /// Standard plus Nsight Compute on decode kernels, and (for targets) a calibrate pass:
+    /// one large GEMM and one device copy give measured ceilings.
     Deep,
 }
 
@@ -60,11 +272,16 @@ impl Mode {
 /// A capture request, validated.
 #[derive(Debug, Clone)]
 pub struct CaptureOptions {
-    pub target_path: PathBuf,
+    pub workload: WorkloadSpec,
     pub mode: Mode,
-    /// Overrides the target's `[run] repeats`.
+    /// Overrides the target's `[run] repeats` (a `--cmd` workload runs once per pass unless
+    /// given).
     pub repeats: Option<u64>,
     pub device: u32,
+    /// Seconds one pass may run (default: the target's `[run] timeout_s`, 3600 for `--cmd`).
+    pub timeout_s: Option<u64>,
+    /// Interleaved baseline/nsys pass pairs for the overhead (1 to [`MAX_OVERHEAD_REPEATS`]).
+    pub overhead_repeats: u64,
     /// Where the capture's working directory is made (the runs directory).
     pub out: PathBuf,
 }
@@ -72,9 +289,13 @@ pub struct CaptureOptions {
 /// What a capture will do, before it does it (`--dry-run` prints this).
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub target: Target,
+    /// The target config, or `None` for a `--cmd` workload.
+    pub target: Option<Target>,
+    /// The `--cmd` workload, or `None` for a target.
+    pub command: Option<CommandWorkload>,
     pub opts: CaptureOptions,
-    pub python: Result<tools::Tool, String>,
+    /// The target's interpreter; `None` for a `--cmd` workload (the command is the user's).
+    pub python: Option<Result<tools::Tool, String>>,
     pub nsys: Option<PathBuf>,
     pub ncu: Option<PathBuf>,
     pub nvml: Result<llmprof_bundle::EnvSnapshot, String>,
@@ -84,34 +305,68 @@ pub struct Plan {
     pub problems: Vec<String>,
 }
 
+/// Pass names of the extra interleaved pairs (`--overhead-repeats`): each pair's passes write
+/// to their own `raw/<name>/`.
+const REPEAT_PAIRS: [(&str, &str); 3] = [
+    ("baseline-2", "nsys-2"),
+    ("baseline-3", "nsys-3"),
+    ("baseline-4", "nsys-4"),
+];
+/// The most interleaved baseline/nsys pairs a capture runs.
+pub const MAX_OVERHEAD_REPEATS: u64 = REPEAT_PAIRS.len() as u64 + 1;
+
+/// What a pass does: `baseline-2` is a baseline, `nsys-3` an nsys pass.
+pub(crate) fn pass_kind(pass: &str) -> &str {
+    pass.split('-').next().unwrap_or(pass)
+}
+
 /// Disk a standard capture of a small model needs (traces, exports, bundles), with margin.
 const DISK_NEEDED: u64 = 2 << 30;
 
-/// Validates the target, looks for the tools, the GPU and disk space, and lists the passes.
+/// Validates the target (or the command), looks for the tools, the GPU and disk space, and
+/// lists the passes.
 pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
-    let target = Target::load(&opts.target_path)?;
-    let python = tools::python(&target.run.python);
+    let (target, command) = match &opts.workload {
+        WorkloadSpec::Target(path) => (Some(Target::load(path)?), None),
+        WorkloadSpec::Command(c) => (None, Some(c.clone())),
+    };
+    let python = target.as_ref().map(|t| tools::python(&t.run.python));
     let nsys = tools::find("nsys", "NSYS");
     let ncu = tools::find("ncu", "NCU");
     let nvml = nvml::snapshot(opts.device);
     let free_disk_bytes = free_disk(&opts.out);
-    let mut passes = vec!["baseline", "flops", "kineto"];
+    let mut passes = if target.is_some() {
+        vec!["baseline", "flops", "kineto"]
+    } else {
+        vec!["baseline", "kineto"]
+    };
     let mut problems = Vec::new();
-    if let Err(e) = &python {
-        problems.push(format!(
+    match &python {
+        Some(Err(e)) => problems.push(format!(
             "{e}: set [run] python in the target to an interpreter with torch and transformers"
-        ));
-    } else if let Ok(t) = &python {
-        if t.version.ends_with("False") {
-            problems.push(
-                "torch reports no CUDA device: capture needs an NVIDIA GPU (use `llmprof ingest` \
-                 on existing captures, or run where `nvidia-smi` works)"
-                    .into(),
-            );
+        )),
+        Some(Ok(t)) if t.version.ends_with("False") => problems.push(
+            "torch reports no CUDA device: capture needs an NVIDIA GPU (use `llmprof ingest` \
+             on existing captures, or run where `nvidia-smi` works)"
+                .into(),
+        ),
+        _ => {}
+    }
+    if let Some(p) = command.as_ref().and_then(|c| c.program()) {
+        if !program_exists(p) {
+            problems.push(format!(
+                "--cmd runs `{p}`, which is neither a file nor on PATH: check the command"
+            ));
         }
     }
     if matches!(opts.mode, Mode::Standard | Mode::Deep) {
         passes.push("nsys");
+        // Further interleaved pairs for the overhead: baseline, nsys, baseline, nsys, ...
+        let extra = opts.overhead_repeats.clamp(1, MAX_OVERHEAD_REPEATS) - 1;
+        for (b, n) in REPEAT_PAIRS.iter().take(extra as usize) {
+            passes.push(b);
+            passes.push(n);
+        }
         if nsys.is_none() {
             problems.push(
                 "Nsight Systems (`nsys`) not found on PATH or under /opt/nvidia: install it, set \
@@ -122,6 +377,10 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     }
     if opts.mode == Mode::Deep {
         passes.push("ncu");
+        if target.is_some() {
+            // One large GEMM and one device copy: measured ceilings for analysis.
+            passes.push("calibrate");
+        }
         if ncu.is_none() {
             problems.push(
                 "Nsight Compute (`ncu`) not found: install it, set NCU=/path/to/ncu, or use \
@@ -145,6 +404,7 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     }
     Ok(Plan {
         target,
+        command,
         opts,
         python,
         nsys,
@@ -156,14 +416,43 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     })
 }
 
+/// Whether `sh -c` can start `program`: a path to a file, a shell builtin, or a name on PATH.
+fn program_exists(program: &str) -> bool {
+    const BUILTINS: &[&str] = &[
+        "cd", "exec", "true", "false", "echo", "exit", "set", "export", ".", ":", "test", "[",
+        "time", "(", "{", "!", "if", "for", "while", "until", "case", "trap", "wait", "ulimit",
+    ];
+    if program.contains('/') {
+        return Path::new(program).is_file();
+    }
+    BUILTINS.contains(&program)
+        || std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
 impl Plan {
+    /// The run's name: the target's, or the `--cmd` workload's.
+    pub fn name(&self) -> &str {
+        match (&self.target, &self.command) {
+            (Some(t), _) => &t.name,
+            (None, Some(c)) => &c.name,
+            (None, None) => "capture",
+        }
+    }
+
     /// The plan in words, for `--dry-run`.
     pub fn describe(&self) -> String {
-        let t = &self.target;
+        let Some(t) = &self.target else {
+            return self.describe_command();
+        };
+        let path = match &self.opts.workload {
+            WorkloadSpec::Target(p) => p.display().to_string(),
+            WorkloadSpec::Command(_) => String::new(),
+        };
         let mut s = format!(
             "target   {} ({})\nmodel    {}\ninputs   batch {}, prompt {} tokens, {} new tokens; {} warm-up + {} measured iterations\nmode     {} on GPU {}\n",
             t.name,
-            self.opts.target_path.display(),
+            path,
             match (&t.model.path, &t.model.config) {
                 (Some(p), _) => format!("checkpoint {}", p.display()),
                 (None, Some(c)) => format!(
@@ -184,10 +473,42 @@ impl Plan {
         s.push_str(&format!(
             "python   {}\n",
             match &self.python {
-                Ok(p) => format!("{} ({})", p.path.display(), p.version),
-                Err(e) => format!("unusable: {e}"),
+                Some(Ok(p)) => format!("{} ({})", p.path.display(), p.version),
+                Some(Err(e)) => format!("unusable: {e}"),
+                None => "not used".into(),
             }
         ));
+        self.describe_tools(&mut s);
+        s
+    }
+
+    /// The plan of a `--cmd` workload.
+    fn describe_command(&self) -> String {
+        let Some(c) = &self.command else {
+            return String::new();
+        };
+        let mut s = format!(
+            "command  sh -c {:?}\nname     {}\nstages   {}\nmode     {} on GPU {}; {} run(s) per pass\n",
+            c.command,
+            c.name,
+            if c.stages.is_empty() {
+                "every NVTX range the workload opens".to_string()
+            } else {
+                c.stages.join(", ")
+            },
+            self.opts.mode.as_str(),
+            self.opts.device,
+            self.opts.repeats.unwrap_or(1),
+        );
+        s.push_str(
+            "env      LLMPROF_PASS (baseline|kineto|nsys|ncu), LLMPROF_OUT_DIR, LLMPROF_STAGES; \
+             LLMPROF_KINETO_OUT in the kineto pass\n",
+        );
+        self.describe_tools(&mut s);
+        s
+    }
+
+    fn describe_tools(&self, s: &mut String) {
         let tool = |p: &Option<PathBuf>| {
             p.as_ref()
                 .map_or("not found".to_string(), |p| p.display().to_string())
@@ -220,12 +541,11 @@ impl Plan {
         for p in &self.problems {
             s.push_str(&format!("problem  {p}\n"));
         }
-        s
     }
 }
 
 /// Free bytes on the filesystem of `dir` (or its nearest existing parent), from `df`.
-fn free_disk(dir: &Path) -> Option<u64> {
+pub fn free_disk(dir: &Path) -> Option<u64> {
     let mut d = dir.to_path_buf();
     while !d.exists() {
         d = d.parent()?.to_path_buf();

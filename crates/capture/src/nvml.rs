@@ -1,6 +1,11 @@
-//! NVML sampling on its own thread: power, clocks, utilization, memory, temperature and
-//! throttle reasons every few milliseconds, on the host's UTC clock so samples line up with the
-//! stage windows the workload records.
+//! NVML sampling on its own thread: power, clocks, utilization, memory, temperature, throttle
+//! reasons and the total-energy counter every few milliseconds, on the host's wall clock (UTC ns
+//! since the epoch, `SystemTime`), the clock the workload driver stamps its stage windows with
+//! (`time.time_ns()`), so samples line up with stages for energy per stage.
+//!
+//! Power is NVML's instant reading (field `NVML_FI_DEV_POWER_INSTANT`) where the driver has it:
+//! `nvmlDeviceGetPowerUsage` is a 1 s average on Ampere and newer, too slow for a 20 ms prefill.
+//! The series records which one it read.
 //!
 //! On a machine without a GPU `Nvml::init()` fails (the library cannot be loaded): that is the
 //! CPU-only path, reported as "NVML unavailable", never a crash.
@@ -12,7 +17,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use llmprof_bundle::{EnvSnapshot, NvmlSeries};
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
-use nvml_wrapper::Nvml;
+use nvml_wrapper::enums::device::SampleValue;
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
+use nvml_wrapper::{Device, Nvml};
 
 /// UTC ns since the epoch.
 pub fn now_ns() -> i64 {
@@ -77,9 +85,24 @@ impl Sampler {
             let Ok(dev) = nvml.device_by_index(index) else {
                 return s;
             };
+            let instant = instant_power_mw(&dev).is_some();
+            s.power_source = Some(if instant { "instant" } else { "average" }.into());
+            let counter = dev.total_energy_consumption().is_ok();
             while !flag.load(Ordering::Relaxed) {
                 s.t_ns.push(now_ns());
-                s.power_mw.push(dev.power_usage().unwrap_or(0));
+                let power = if instant {
+                    instant_power_mw(&dev)
+                } else {
+                    None
+                };
+                s.power_mw
+                    .push(power.unwrap_or_else(|| dev.power_usage().unwrap_or(0)));
+                if counter {
+                    // Keep the series aligned: a failed read repeats the last value.
+                    let last = s.energy_mj.last().copied().unwrap_or(0);
+                    s.energy_mj
+                        .push(dev.total_energy_consumption().unwrap_or(last));
+                }
                 s.sm_clock_mhz.push(dev.clock_info(Clock::SM).unwrap_or(0));
                 s.mem_clock_mhz
                     .push(dev.clock_info(Clock::Memory).unwrap_or(0));
@@ -106,4 +129,22 @@ impl Sampler {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
+}
+
+/// NVML's instant power reading in mW, when the driver has the field.
+fn instant_power_mw(dev: &Device) -> Option<u32> {
+    let values = dev
+        .field_values_for(&[FieldId(NVML_FI_DEV_POWER_INSTANT)])
+        .ok()?;
+    let sample = values.into_iter().next()?.ok()?;
+    match sample.value.ok()? {
+        SampleValue::U32(v) => Some(v),
+        SampleValue::U64(v) => u32::try_from(v).ok(),
+        SampleValue::I64(v) => u32::try_from(v).ok(),
+        SampleValue::F64(v) if v.is_finite() && v >= 0.0 && v < f64::from(u32::MAX) => {
+            Some(v as u32)
+        }
+        SampleValue::F64(_) => None,
+    }
+    .filter(|&mw| mw > 0)
 }

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries, PassRecord, Window};
+use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries, Overhead, PassRecord, Window};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::nvml::{now_ns, Sampler};
 use crate::timings;
-use crate::{CaptureError, Mode, Plan};
+use crate::{disk_full_message, CaptureError, Interrupt, Mode, Plan};
 
 /// The workload driver, embedded so a bare `cargo install` can capture.
 const DRIVER: &str = include_str!("driver/driver.py");
@@ -29,44 +29,75 @@ pub struct CaptureOutput {
     pub kineto: Option<PathBuf>,
     pub nsys_sqlite: Option<PathBuf>,
     pub ncu_csv: Option<PathBuf>,
-    pub metadata: PathBuf,
+    /// The run metadata for ingest (token counts, counted FLOPs); `None` for `--cmd`.
+    pub metadata: Option<PathBuf>,
     pub model_config: Option<PathBuf>,
     pub capture: Capture,
     pub nvml: Option<NvmlSeries>,
 }
 
+/// Seconds a `--cmd` pass may run unless `--timeout` says otherwise.
+const COMMAND_TIMEOUT_S: u64 = 3600;
+/// How long a stopped pass gets to exit after SIGINT (the driver writes what it measured, nsys
+/// writes its report) before its process group is killed.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
 /// Runs every pass the plan lists. A failed pass is recorded and the others still run; only
-/// when every pass fails is it an error. Nothing is deleted on failure.
-pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput, CaptureError> {
-    let python = plan
-        .python
-        .as_ref()
-        .map_err(|e| CaptureError::Environment(e.clone()))?;
-    let t = &plan.target;
-    let write_err = |path: &Path, source| CaptureError::Write {
-        path: path.to_path_buf(),
-        source,
+/// when every pass fails is it an error. Nothing is deleted on failure. When `interrupt` fires
+/// the running pass is stopped, no further pass starts, and what was captured is returned with
+/// `capture.interrupted` set.
+pub fn run(
+    plan: &Plan,
+    progress: &mut dyn FnMut(&str),
+    interrupt: &Interrupt,
+) -> Result<CaptureOutput, CaptureError> {
+    let python = match &plan.python {
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return Err(CaptureError::Environment(e.clone())),
+        None => None,
     };
+    let target = plan.target.as_ref();
+    let name = plan.name().to_string();
     // The driver wants absolute paths.
-    std::fs::create_dir_all(&plan.opts.out).map_err(|e| write_err(&plan.opts.out, e))?;
-    let out_root =
-        std::fs::canonicalize(&plan.opts.out).map_err(|e| write_err(&plan.opts.out, e))?;
-    let work_dir = out_root.join(format!(".capture-{}-{}", t.name, now_ns() / 1_000_000));
+    let early = |path: &Path, e| write_error(path, e, None);
+    std::fs::create_dir_all(&plan.opts.out).map_err(|e| early(&plan.opts.out, e))?;
+    let out_root = std::fs::canonicalize(&plan.opts.out).map_err(|e| early(&plan.opts.out, e))?;
+    let work_dir = out_root.join(format!(".capture-{name}-{}", now_ns() / 1_000_000));
+    let write_err = |path: &Path, e| write_error(path, e, Some(&work_dir));
     let raw = work_dir.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| write_err(&raw, e))?;
-    let driver = work_dir.join("driver.py");
-    std::fs::write(&driver, DRIVER).map_err(|e| write_err(&driver, e))?;
-    let model_config = t.model_config().and_then(|c| {
+    let driver = match (python, target) {
+        (Some(_), Some(_)) => {
+            let d = work_dir.join("driver.py");
+            std::fs::write(&d, DRIVER).map_err(|e| write_err(&d, e))?;
+            Some(d)
+        }
+        _ => None,
+    };
+    let model_config = target.and_then(|t| t.model_config()).and_then(|c| {
         let p = raw.join("config.json");
         std::fs::write(&p, serde_json::to_string_pretty(&c).ok()?).ok()?;
         Some(p)
     });
 
-    let repeats = plan.opts.repeats.unwrap_or(t.run.repeats);
+    let repeats = plan
+        .opts
+        .repeats
+        .unwrap_or(target.map_or(1, |t| t.run.repeats));
     let mut capture = Capture {
-        target: t.name.clone(),
-        target_config: serde_json::to_value(t).unwrap_or_default(),
+        target: name.clone(),
+        target_config: match (target, &plan.command) {
+            (Some(t), _) => serde_json::to_value(t).unwrap_or_default(),
+            (None, Some(c)) => json!({"command": c.command, "stages": c.stages}),
+            (None, None) => serde_json::Value::Null,
+        },
         mode: plan.opts.mode.as_str().into(),
+        command: plan.command.as_ref().map(|c| c.command.clone()),
+        stage_names: plan
+            .command
+            .as_ref()
+            .map(|c| c.stages.clone())
+            .unwrap_or_default(),
         ..Capture::default()
     };
     let sampler = match Sampler::start(plan.opts.device, Duration::from_millis(20)) {
@@ -78,43 +109,61 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
     };
     let mut windows: Vec<Window> = Vec::new();
     let mut nsys_sqlite: Option<PathBuf> = None;
-    let timeout = Duration::from_secs(t.run.timeout_s);
+    let timeout = Duration::from_secs(
+        plan.opts
+            .timeout_s
+            .unwrap_or(target.map_or(COMMAND_TIMEOUT_S, |t| t.run.timeout_s)),
+    );
+    let mut not_run: Vec<&str> = Vec::new();
+    let mut disk_full = false;
 
     for &pass in &plan.passes {
+        let kind = crate::pass_kind(pass);
+        if interrupt.is_set() || capture.interrupted {
+            not_run.push(pass);
+            continue;
+        }
         let out = raw.join(pass);
         std::fs::create_dir_all(&out).map_err(|e| write_err(&out, e))?;
-        let plan_path = out.join("plan.json");
-        let plan_json = json!({
-            "pass": if pass == "ncu" { "nsys" } else { pass },
-            "out_dir": out,
-            "model": {
-                "config": t.model.config,
-                "path": t.model.path,
-                "dtype": t.model.dtype,
-                "attn_implementation": t.model.attn_implementation,
-            },
-            "inputs": {
-                "prompt_tokens": t.inputs.prompt_tokens,
-                "max_new_tokens": t.inputs.max_new_tokens,
-                "batch_size": t.inputs.batch_size,
-                "seed": t.inputs.seed,
-                "images": t.inputs.images.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
-            },
-            "stages": { "modules": t.stages.modules },
-            "warmup": t.run.warmup,
-            "repeats": if pass == "ncu" { 1 } else { repeats },
-            "device": plan.opts.device,
-        });
-        std::fs::write(&plan_path, plan_json.to_string()).map_err(|e| write_err(&plan_path, e))?;
-        let workload = vec![
-            python.path.display().to_string(),
-            driver.display().to_string(),
-            plan_path.display().to_string(),
-        ];
+        let mut env: Vec<(String, String)> = Vec::new();
+        let workload: Vec<String> = match (target, &plan.command, python, &driver) {
+            (Some(t), _, Some(py), Some(driver)) => {
+                let plan_path = out.join("plan.json");
+                let doc = driver_plan(t, plan, pass, &out, repeats);
+                std::fs::write(&plan_path, doc.to_string())
+                    .map_err(|e| write_err(&plan_path, e))?;
+                vec![
+                    py.path.display().to_string(),
+                    driver.display().to_string(),
+                    plan_path.display().to_string(),
+                ]
+            }
+            (_, Some(c), _, _) => {
+                env.push(("LLMPROF_PASS".into(), pass.into()));
+                env.push(("LLMPROF_OUT_DIR".into(), out.display().to_string()));
+                env.push(("LLMPROF_STAGES".into(), c.stages.join(",")));
+                if pass == "kineto" {
+                    env.push((
+                        "LLMPROF_KINETO_OUT".into(),
+                        out.join("kineto_trace.json").display().to_string(),
+                    ));
+                }
+                vec!["sh".into(), "-c".into(), c.command.clone()]
+            }
+            _ => continue,
+        };
         let mut stdout_to = None;
-        let command: Vec<String> = match pass {
+        let command: Vec<String> = match kind {
             "nsys" => {
-                let Some(nsys) = &plan.nsys else { continue };
+                let Some(nsys) = &plan.nsys else {
+                    capture.missing.push(
+                        "the nsys pass did not run: Nsight Systems (`nsys`) was not found on PATH \
+                         or under /opt/nvidia; install it or set NSYS=/path/to/nsys (or use \
+                         --mode light)"
+                            .into(),
+                    );
+                    continue;
+                };
                 let mut c = vec![
                     nsys.display().to_string(),
                     "profile".into(),
@@ -130,16 +179,32 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
                 c
             }
             "ncu" => {
-                let Some(ncu) = &plan.ncu else { continue };
+                let Some(ncu) = &plan.ncu else {
+                    capture.missing.push(
+                        "the ncu pass did not run: Nsight Compute (`ncu`) was not found; install \
+                         it or set NCU=/path/to/ncu (or use --mode standard)"
+                            .into(),
+                    );
+                    continue;
+                };
                 stdout_to = Some(out.join("ncu_decode_raw.csv"));
                 let mut c = vec![
                     ncu.display().to_string(),
                     "--clock-control".into(),
                     "none".into(),
-                    "--nvtx".into(),
-                    "--nvtx-include".into(),
-                    "decode/".into(),
                 ];
+                // Only kernels inside the stages: decode for a target, --stages for a command.
+                let ranges: Vec<String> = match &plan.command {
+                    Some(cmd) => cmd.stages.clone(),
+                    None => vec!["decode".into()],
+                };
+                if !ranges.is_empty() {
+                    c.push("--nvtx".into());
+                    for r in ranges {
+                        c.push("--nvtx-include".into());
+                        c.push(format!("{r}/"));
+                    }
+                }
                 // The top kernels by GPU time in the Nsight Systems pass, when it ran.
                 if let Some(re) = nsys_sqlite
                     .as_deref()
@@ -162,41 +227,122 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
             }
             _ => workload,
         };
-        progress(&format!("{pass} pass: {}", command.join(" ")));
-        let start = now_ns();
-        let record = run_one(
-            pass,
-            &command,
-            timeout,
-            stdout_to.as_deref(),
-            &out.join("stderr.log"),
-        );
-        windows.push(Window {
-            name: pass.to_string(),
-            start_ns: start,
-            end_ns: now_ns(),
-        });
-        capture.passes.push(record);
+        // A --cmd baseline runs `repeats` times (each run is one timing sample); a target's
+        // driver repeats iterations inside one process.
+        let runs = if plan.command.is_some() && kind == "baseline" {
+            repeats
+        } else {
+            1
+        };
+        for i in 0..runs {
+            let (label, log) = if i == 0 {
+                (pass.to_string(), out.join("stderr.log"))
+            } else {
+                (
+                    format!("{pass} #{}", i + 1),
+                    out.join(format!("stderr-{}.log", i + 1)),
+                )
+            };
+            progress(&format!("{label} pass: {}", shell_join(&command)));
+            let start = now_ns();
+            let (record, stop) = run_one(
+                &label,
+                &command,
+                &env,
+                timeout,
+                stdout_to.as_deref(),
+                &log,
+                interrupt,
+            );
+            windows.push(Window {
+                name: label,
+                start_ns: start,
+                end_ns: now_ns(),
+            });
+            let full = record
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("No space left on device") || n.contains("Disk quota"));
+            capture.passes.push(record);
+            if stop == Stopped::Interrupt {
+                capture.interrupted = true;
+                break;
+            }
+            if full {
+                capture
+                    .missing
+                    .push(disk_full_message(&out, Some(&work_dir)));
+                disk_full = true;
+                not_run.extend(
+                    plan.passes
+                        .iter()
+                        .skip_while(|&&p| p != pass)
+                        .skip(1)
+                        .copied(),
+                );
+                break;
+            }
+        }
+        if disk_full {
+            break;
+        }
         if pass == "nsys" {
-            nsys_sqlite = export_nsys(plan, &raw, timeout, &mut capture, progress);
+            if capture.interrupted {
+                if out.join("profile.nsys-rep").is_file() {
+                    capture.missing.push(
+                        "the Nsight Systems report was not exported (interrupted); it is kept \
+                         at raw/nsys/profile.nsys-rep: `llmprof ingest --nsys` it"
+                            .into(),
+                    );
+                }
+            } else {
+                nsys_sqlite = export_nsys(plan, &raw, timeout, &mut capture, progress, interrupt);
+            }
         }
     }
-    let nvml = sampler.map(|s| {
+    // Ctrl-C between two passes stops the capture as well.
+    if interrupt.is_set() {
+        capture.interrupted = true;
+    }
+    let mut nvml = sampler.map(|s| {
         let mut series = s.stop();
-        series.windows = windows;
+        series.windows = windows.clone();
         series
     });
+    if capture.interrupted || disk_full {
+        for p in &not_run {
+            capture.missing.push(format!(
+                "the {p} pass did not run: the capture {}",
+                if disk_full {
+                    "stopped at the full disk"
+                } else {
+                    "was interrupted"
+                }
+            ));
+        }
+    }
 
-    let kineto = [raw.join("kineto/kineto_trace.json")]
-        .into_iter()
+    let kineto = ["kineto/kineto_trace.json", "kineto/kineto_trace.json.gz"]
+        .iter()
+        .map(|p| raw.join(p))
         .find(|p| p.is_file());
+    let kineto_ran_ok = capture.passes.iter().any(|p| p.name == "kineto" && p.ok);
+    if plan.command.is_some() && kineto_ran_ok && kineto.is_none() {
+        capture.missing.push(
+            "PyTorch-profiler operators: the workload wrote no trace at $LLMPROF_KINETO_OUT \
+             (raw/kineto/kineto_trace.json). A --cmd workload gets a kineto pass only with its \
+             cooperation: when LLMPROF_KINETO_OUT is set, profile one iteration with \
+             torch.profiler and call prof.export_chrome_trace(os.environ[\"LLMPROF_KINETO_OUT\"])"
+                .into(),
+        );
+    }
     // ncu prints its table only when it profiled something.
     let ncu_csv = Some(raw.join("ncu/ncu_decode_raw.csv")).filter(|p| {
         std::fs::read_to_string(p)
             .map(|t| t.lines().any(|l| l.starts_with("\"ID\"")))
             .unwrap_or(false)
     });
-    if plan.passes.contains(&"ncu") && ncu_csv.is_none() {
+    if plan.passes.contains(&"ncu") && ncu_csv.is_none() && !not_run.contains(&"ncu") {
         capture.missing.push(
             "Nsight Compute profiled no kernel (no table in raw/ncu/ncu_decode_raw.csv; see \
              raw/ncu/stderr.log)"
@@ -204,10 +350,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
         );
     }
 
-    // Baseline, overhead, versions, and the metadata ingest reads.
-    let timing = timings::read_all(&raw);
-    capture.baseline = timing.baseline.clone();
-    capture.overhead = timing.overhead();
+    // Baseline, overhead, energy, versions, and the metadata ingest reads.
     capture.snapshot = crate::nvml::snapshot(plan.opts.device).unwrap_or_default();
     capture.snapshot.llmprof = env!("CARGO_PKG_VERSION").into();
     timings::versions_into(&raw, &mut capture.snapshot);
@@ -221,30 +364,78 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
             capture.snapshot.tools.push(("ncu".into(), v));
         }
     }
-    let decode_instances = if nsys_sqlite.is_some() { repeats } else { 1 };
-    let metadata = raw.join("metadata.json");
-    let meta = json!({
-        "batch_size": t.inputs.batch_size,
-        "prompt_tokens": t.inputs.prompt_tokens,
-        "image_tokens": timings::image_tokens(&raw),
-        "decode_steps": vec![t.inputs.max_new_tokens; decode_instances as usize],
-        "prefill_logits": 1,
-        "counted_flops": timings::counted_flops(&raw),
-        "counted_flops_source": "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)",
-    });
-    std::fs::write(
-        &metadata,
-        serde_json::to_string_pretty(&meta).unwrap_or_default(),
-    )
-    .map_err(|e| write_err(&metadata, e))?;
+    let metadata = match target {
+        Some(t) => {
+            let timing = timings::read_all(&raw);
+            capture.baseline = timing.baseline.clone();
+            capture.overhead = timing.overhead();
+            let image_tokens = timings::image_tokens(&raw);
+            if let Some(series) = nvml.as_mut() {
+                energy_into(
+                    &mut capture,
+                    series,
+                    &timings::baseline_windows(&raw),
+                    |stage| match stage {
+                        "prefill" => {
+                            Some((t.inputs.prompt_tokens + image_tokens) * t.inputs.batch_size)
+                        }
+                        "decode" => Some(t.inputs.max_new_tokens * t.inputs.batch_size),
+                        _ => None,
+                    },
+                );
+            }
+            let cal = timings::calibration(&raw);
+            let decode_instances = if nsys_sqlite.is_some() { repeats } else { 1 };
+            let metadata = raw.join("metadata.json");
+            let meta = json!({
+                "batch_size": t.inputs.batch_size,
+                "prompt_tokens": t.inputs.prompt_tokens,
+                "image_tokens": image_tokens,
+                "decode_steps": vec![t.inputs.max_new_tokens; decode_instances as usize],
+                "prefill_logits": 1,
+                "counted_flops": timings::counted_flops(&raw),
+                "counted_flops_source": "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)",
+                "measured_tflops": cal.0,
+                "measured_gbps": cal.1,
+            });
+            std::fs::write(
+                &metadata,
+                serde_json::to_string_pretty(&meta).unwrap_or_default(),
+            )
+            .map_err(|e| write_err(&metadata, e))?;
+            Some(metadata)
+        }
+        None => {
+            capture.overhead = command_overhead(&capture.passes, kineto.is_some());
+            if let Some(series) = nvml.as_mut() {
+                // The windows of the baseline runs that succeeded (labels are unique).
+                let ok: Vec<&str> = capture
+                    .passes
+                    .iter()
+                    .filter(|p| p.ok && p.name.starts_with("baseline"))
+                    .map(|p| p.name.as_str())
+                    .collect();
+                let runs: Vec<(i64, i64)> = windows
+                    .iter()
+                    .filter(|w| ok.contains(&w.name.as_str()))
+                    .map(|w| (w.start_ns, w.end_ns))
+                    .collect();
+                energy_into(&mut capture, series, &[("command", runs)], |_| None);
+            }
+            None
+        }
+    };
+    if nvml.is_none() {
+        capture.energy_note = Some("no energy: no NVML samples".into());
+    }
 
     for p in &capture.passes {
         if !p.ok {
+            let dir = p.name.split(' ').next().unwrap_or(&p.name);
             capture.missing.push(format!(
-                "the {} pass failed ({}); its output so far is kept under raw/{}/",
+                "the {} pass failed ({}); its output so far is kept under raw/{dir}/",
                 p.name,
                 p.note.clone().unwrap_or_default(),
-                p.name
             ));
         }
     }
@@ -260,7 +451,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
         }
     });
     capture.manifest = manifest(&work_dir, &raw);
-    if capture.passes.iter().all(|p| !p.ok) {
+    if capture.passes.iter().all(|p| !p.ok) && !capture.interrupted {
         return Err(CaptureError::NothingCaptured(format!(
             "Artifacts and logs are kept in `{}`.",
             work_dir.display()
@@ -277,6 +468,150 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<CaptureOutput,
         capture,
         nvml,
     })
+}
+
+/// The driver's plan for one pass of a target.
+fn driver_plan(
+    t: &crate::Target,
+    plan: &Plan,
+    pass: &str,
+    out: &Path,
+    repeats: u64,
+) -> serde_json::Value {
+    json!({
+        "pass": match crate::pass_kind(pass) {
+            "ncu" => "nsys",
+            kind => kind,
+        },
+        "out_dir": out,
+        "model": {
+            "config": t.model.config,
+            "path": t.model.path,
+            "dtype": t.model.dtype,
+            "attn_implementation": t.model.attn_implementation,
+        },
+        "inputs": {
+            "prompt_tokens": t.inputs.prompt_tokens,
+            "max_new_tokens": t.inputs.max_new_tokens,
+            "batch_size": t.inputs.batch_size,
+            "seed": t.inputs.seed,
+            "images": t.inputs.images.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
+        },
+        "stages": { "modules": t.stages.modules },
+        "warmup": t.run.warmup,
+        "repeats": if pass == "ncu" { 1 } else { repeats },
+        "device": plan.opts.device,
+    })
+}
+
+/// Energy per stage into the capture record; the stage windows are also added to the series
+/// (as `baseline/<stage>`) for charts.
+fn energy_into(
+    capture: &mut Capture,
+    series: &mut NvmlSeries,
+    windows: &[(&str, Vec<(i64, i64)>)],
+    tokens: impl Fn(&str) -> Option<u64>,
+) {
+    for (stage, w) in windows {
+        if let Some(e) = crate::energy::stage_energy(series, stage, w, tokens(stage)) {
+            capture.energy.push(e);
+        }
+    }
+    capture.energy_note = Some(if capture.energy.is_empty() {
+        "no energy: the NVML samples cover no stage window of the baseline pass (none recorded, \
+         or the pass failed)"
+            .into()
+    } else {
+        let mut note = crate::energy::note(series);
+        let checks: Vec<String> = capture
+            .energy
+            .iter()
+            .filter_map(|e| {
+                let c = e.counter_energy_j?;
+                (e.energy_j > 0.0).then(|| {
+                    format!(
+                        "{} {:+.0}% ({} sample{} in {:.0} ms windows)",
+                        e.stage,
+                        (c - e.energy_j) / e.energy_j * 100.0,
+                        e.samples,
+                        if e.samples == 1 { "" } else { "s" },
+                        e.wall_ns / 1e6
+                    )
+                })
+            })
+            .collect();
+        if !checks.is_empty() {
+            note.push_str(&format!(
+                " NVML's total-energy counter over the same windows differs by {}: a window only \
+                 a few samples long is uncertain.",
+                checks.join(", ")
+            ));
+        }
+        note
+    });
+}
+
+/// `--cmd`: each profiled pass's wall time against the median of the baseline runs (the whole
+/// command, start-up included: the host cannot see the workload's stages).
+/// The kineto pass counts only when the workload wrote a trace (else it ran unprofiled).
+fn command_overhead(passes: &[PassRecord], kineto_traced: bool) -> Vec<Overhead> {
+    let mut base: Vec<u64> = passes
+        .iter()
+        .filter(|p| p.ok && p.name.starts_with("baseline"))
+        .map(|p| p.wall_ns)
+        .collect();
+    let b = llmprof_bundle::Distribution::from_samples(&mut base);
+    if b.count == 0 || b.median_ns <= 0.0 {
+        return Vec::new();
+    }
+    passes
+        .iter()
+        .filter(|p| {
+            p.ok && (crate::pass_kind(&p.name) == "nsys" || p.name == "kineto" && kineto_traced)
+        })
+        .map(|p| Overhead {
+            pass: p.name.clone(),
+            stage: "command".into(),
+            baseline_median_ns: b.median_ns,
+            profiled_median_ns: p.wall_ns as f64,
+            overhead_pct: (p.wall_ns as f64 - b.median_ns) / b.median_ns * 100.0,
+            pairs: 1,
+            pair_range_pct: None,
+        })
+        .collect()
+}
+
+/// A command line as a shell would read it back (words with spaces or quotes single-quoted).
+fn shell_join(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A write error as the capture reports it: a full disk gets its one-line message.
+fn write_error(path: &Path, e: std::io::Error, keep: Option<&Path>) -> CaptureError {
+    if crate::is_disk_full(&e) {
+        CaptureError::DiskFull {
+            path: path.to_path_buf(),
+            keep: keep.map(Path::to_path_buf),
+        }
+    } else {
+        CaptureError::Write {
+            path: path.to_path_buf(),
+            source: e,
+        }
+    }
 }
 
 /// Kernels Nsight Compute profiles in deep mode: the top ones by GPU time in the nsys pass.
@@ -324,6 +659,7 @@ fn export_nsys(
     timeout: Duration,
     capture: &mut Capture,
     progress: &mut dyn FnMut(&str),
+    interrupt: &Interrupt,
 ) -> Option<PathBuf> {
     let nsys = plan.nsys.as_ref()?;
     let rep = raw.join("nsys/profile.nsys-rep");
@@ -341,12 +677,14 @@ fn export_nsys(
             rep.display().to_string(),
         ];
         progress("exporting the Nsight Systems report to SQLite");
-        let r = run_one(
+        let (r, _) = run_one(
             "nsys-export",
             &cmd,
+            &[],
             timeout,
             None,
             &raw.join("nsys/export.log"),
+            interrupt,
         );
         let ok = sqlite.is_file();
         if !ok {
@@ -375,15 +713,28 @@ fn export_nsys(
     None
 }
 
-/// Runs one command with a time limit; its stderr goes to `log`, its stdout to `stdout_to` or
-/// the log too.
+/// Why a pass was stopped before it ended on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    No,
+    Timeout,
+    Interrupt,
+}
+
+/// Runs one command in its own process group with a time limit; its stderr goes to `log`, its
+/// stdout to `stdout_to` or the log too. On the time limit or an interrupt the whole group gets
+/// SIGINT (the driver writes what it measured, nsys its report), then SIGKILL after
+/// [`STOP_GRACE`] or at a second interrupt, so no grandchild (the workload under nsys) is left
+/// running.
 fn run_one(
     name: &str,
     command: &[String],
+    env: &[(String, String)],
     timeout: Duration,
     stdout_to: Option<&Path>,
     log: &Path,
-) -> PassRecord {
+    interrupt: &Interrupt,
+) -> (PassRecord, Stopped) {
     let started = Instant::now();
     let mut record = PassRecord {
         name: name.to_string(),
@@ -395,7 +746,7 @@ fn run_one(
     };
     let Some((exe, args)) = command.split_first() else {
         record.note = Some("empty command".into());
-        return record;
+        return (record, Stopped::No);
     };
     let stderr = std::fs::File::create(log).ok();
     let stdout = match stdout_to {
@@ -407,29 +758,48 @@ fn run_one(
     };
     let mut cmd = Command::new(exe);
     cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(stdout.unwrap_or_else(Stdio::null))
         .stderr(stderr.map(Stdio::from).unwrap_or_else(Stdio::null));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own group: the terminal's Ctrl-C reaches only llmprof, which stops the pass.
+        cmd.process_group(0);
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             record.note = Some(format!("cannot start `{exe}`: {e}"));
-            return record;
+            return (record, Stopped::No);
         }
     };
+    let mut stopped = Stopped::No;
+    let mut stop_sent: Option<(Instant, u32)> = None;
+    let mut killed = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
-            Ok(None) if started.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                record.note = Some(format!(
-                    "stopped after the {} s time limit ([run] timeout_s)",
-                    timeout.as_secs()
-                ));
-                break None;
+            Ok(None) => {
+                if stop_sent.is_none() {
+                    if interrupt.is_set() {
+                        stopped = Stopped::Interrupt;
+                    } else if started.elapsed() > timeout {
+                        stopped = Stopped::Timeout;
+                    }
+                    if stopped != Stopped::No {
+                        signal_group(&mut child, false);
+                        stop_sent = Some((Instant::now(), interrupt.count()));
+                    }
+                } else if let Some((at, count)) = stop_sent {
+                    if !killed && (at.elapsed() > STOP_GRACE || interrupt.count() > count) {
+                        signal_group(&mut child, true);
+                        killed = true;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => {
                 record.note = Some(format!("lost the child process: {e}"));
                 break None;
@@ -437,10 +807,14 @@ fn run_one(
         }
     };
     record.wall_ns = started.elapsed().as_nanos() as u64;
+    if stopped != Stopped::No && !killed {
+        // Stragglers of a stopped pass (a shell's background jobs ignore SIGINT) go too.
+        signal_group(&mut child, true);
+    }
     if let Some(s) = status {
         record.exit_code = s.code();
-        record.ok = s.success();
-        if !s.success() {
+        record.ok = s.success() && stopped == Stopped::No;
+        if !record.ok {
             record.note = Some(format!(
                 "exit {}: {}",
                 s.code().map_or("by signal".to_string(), |c| c.to_string()),
@@ -448,7 +822,48 @@ fn run_one(
             ));
         }
     }
-    record
+    let why = match stopped {
+        Stopped::No => None,
+        Stopped::Timeout => Some(format!(
+            "stopped after the {} s time limit ([run] timeout_s or --timeout)",
+            timeout.as_secs()
+        )),
+        Stopped::Interrupt => Some("interrupted by Ctrl-C".to_string()),
+    };
+    if let Some(why) = why {
+        let killed = if killed {
+            format!("; killed after {} s", STOP_GRACE.as_secs())
+        } else {
+            String::new()
+        };
+        record.note = Some(match record.note.take() {
+            Some(n) => format!("{why}{killed}; {n}"),
+            None => format!("{why}{killed}"),
+        });
+    }
+    (record, stopped)
+}
+
+/// SIGINT (or SIGKILL) to the child's process group; the child alone where groups do not exist.
+fn signal_group(child: &mut std::process::Child, kill: bool) {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{killpg, Signal};
+        use nix::unistd::Pid;
+        let sig = if kill {
+            Signal::SIGKILL
+        } else {
+            Signal::SIGINT
+        };
+        if let Ok(pid) = i32::try_from(child.id()) {
+            if killpg(Pid::from_raw(pid), sig).is_ok() {
+                return;
+            }
+        }
+    }
+    if kill {
+        let _ = child.kill();
+    }
 }
 
 fn last_line(path: &Path) -> String {

@@ -25,13 +25,21 @@ struct Iteration {
     decode_step_ns: Vec<u64>,
     #[serde(default)]
     total_ns: Option<u64>,
+    /// The stage windows on the wall clock (`[start, end]`, ns since the epoch).
+    #[serde(default)]
+    prefill_window_ns: Option<[i64; 2]>,
+    #[serde(default)]
+    decode_window_ns: Option<[i64; 2]>,
 }
 
 /// The timings of every pass that wrote them.
 #[derive(Debug, Default, Clone)]
 pub struct Timings {
+    /// Every baseline pass's measured iterations, pooled.
     pub baseline: Option<StageTimings>,
     pub profiled: Vec<(String, StageTimings)>,
+    /// Interleaved pairs (baseline pass, nsys pass), in the order they ran.
+    pub pairs: Vec<(StageTimings, StageTimings)>,
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
@@ -63,54 +71,129 @@ fn summarize(iters: &[Iteration]) -> Option<StageTimings> {
     })
 }
 
-/// Reads the timing files under `raw/<pass>/`.
+/// The measured iterations a pass directory's timing file holds (none when it is missing).
+fn iterations(raw: &Path, dir: &str, name: &str) -> Vec<Iteration> {
+    read_json::<TimingFile>(&raw.join(dir).join(name))
+        .map(|f| f.iterations)
+        .unwrap_or_default()
+}
+
+/// Reads the timing files under `raw/<pass>/`: `baseline`, `kineto`, `nsys`, and the
+/// interleaved repeats `baseline-N` / `nsys-N` (N = 2, 3, ...), pooled per kind.
 pub fn read_all(raw: &Path) -> Timings {
-    let file = |pass: &str, name: &str| -> Option<StageTimings> {
-        let f: TimingFile = read_json(&raw.join(pass).join(name))?;
-        summarize(&f.iterations)
-    };
-    let mut t = Timings {
-        baseline: file("baseline", "baseline.json"),
-        profiled: Vec::new(),
-    };
-    for (pass, name) in [
-        ("kineto", "kineto_timing.json"),
-        ("nsys", "nsys_timing.json"),
-    ] {
-        if let Some(s) = file(pass, name) {
-            t.profiled.push((pass.to_string(), s));
+    let dir = |kind: &str, n: u32| {
+        if n == 1 {
+            kind.to_string()
+        } else {
+            format!("{kind}-{n}")
         }
+    };
+    let (mut base_all, mut nsys_all, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 1..=crate::MAX_OVERHEAD_REPEATS as u32 {
+        let b = iterations(raw, &dir("baseline", n), "baseline.json");
+        let p = iterations(raw, &dir("nsys", n), "nsys_timing.json");
+        if let (Some(bs), Some(ps)) = (summarize(&b), summarize(&p)) {
+            pairs.push((bs, ps));
+        }
+        base_all.extend(b);
+        nsys_all.extend(p);
+    }
+    let mut t = Timings {
+        baseline: summarize(&base_all),
+        profiled: Vec::new(),
+        pairs,
+    };
+    if let Some(s) = summarize(&iterations(raw, "kineto", "kineto_timing.json")) {
+        t.profiled.push(("kineto".into(), s));
+    }
+    if let Some(s) = summarize(&nsys_all) {
+        t.profiled.push(("nsys".into(), s));
     }
     t
 }
 
+fn stages(t: &StageTimings) -> [(&'static str, &Distribution); 3] {
+    [
+        ("prefill", &t.prefill),
+        ("decode", &t.decode),
+        ("decode step", &t.decode_step),
+    ]
+}
+
+fn pct(base: &Distribution, profiled: &Distribution) -> Option<f64> {
+    (base.count > 0 && profiled.count > 0 && base.median_ns > 0.0)
+        .then(|| (profiled.median_ns - base.median_ns) / base.median_ns * 100.0)
+}
+
 impl Timings {
-    /// Per profiled pass and stage: the median against the baseline median.
+    /// Per profiled pass and stage: the median of the pooled profiled iterations against the
+    /// median of the pooled baseline iterations; for nsys with several interleaved pairs, also
+    /// the range of the per-pair overheads.
     pub fn overhead(&self) -> Vec<Overhead> {
         let Some(base) = &self.baseline else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for (pass, s) in &self.profiled {
-            for (stage, b, p) in [
-                ("prefill", &base.prefill, &s.prefill),
-                ("decode", &base.decode, &s.decode),
-                ("decode step", &base.decode_step, &s.decode_step),
-            ] {
-                if b.count == 0 || p.count == 0 || b.median_ns <= 0.0 {
+            for ((stage, b), (_, p)) in stages(base).into_iter().zip(stages(s)) {
+                let Some(overhead_pct) = pct(b, p) else {
                     continue;
-                }
+                };
+                let (pairs, pair_range_pct) = if pass == "nsys" {
+                    let per_pair: Vec<f64> = self
+                        .pairs
+                        .iter()
+                        .filter_map(|(bs, ps)| {
+                            let i = stages(bs).iter().position(|(n, _)| *n == stage)?;
+                            pct(stages(bs)[i].1, stages(ps)[i].1)
+                        })
+                        .collect();
+                    let range = (per_pair.len() > 1).then(|| {
+                        [
+                            per_pair.iter().copied().fold(f64::INFINITY, f64::min),
+                            per_pair.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        ]
+                    });
+                    (self.pairs.len().max(1) as u64, range)
+                } else {
+                    (1, None)
+                };
                 out.push(Overhead {
                     pass: pass.clone(),
                     stage: stage.into(),
                     baseline_median_ns: b.median_ns,
                     profiled_median_ns: p.median_ns,
-                    overhead_pct: (p.median_ns - b.median_ns) / b.median_ns * 100.0,
+                    overhead_pct,
+                    pairs,
+                    pair_range_pct,
                 });
             }
         }
         out
     }
+}
+
+/// The baseline pass's stage windows on the wall clock, per stage, over the measured
+/// iterations (warm-up excluded); empty when the driver recorded none.
+pub fn baseline_windows(raw: &Path) -> Vec<(&'static str, Vec<(i64, i64)>)> {
+    let Some(f) = read_json::<TimingFile>(&raw.join("baseline/baseline.json")) else {
+        return Vec::new();
+    };
+    let pick = |get: fn(&Iteration) -> Option<[i64; 2]>| -> Vec<(i64, i64)> {
+        f.iterations
+            .iter()
+            .filter_map(get)
+            .filter(|[s, e]| e > s)
+            .map(|[s, e]| (s, e))
+            .collect()
+    };
+    [
+        ("prefill", pick(|i| i.prefill_window_ns)),
+        ("decode", pick(|i| i.decode_window_ns)),
+    ]
+    .into_iter()
+    .filter(|(_, w)| !w.is_empty())
+    .collect()
 }
 
 /// `flops.json` of the flops pass: stage -> FLOPs per instance.
@@ -133,6 +216,22 @@ pub fn image_tokens(raw: &Path) -> u64 {
         .iter()
         .find_map(|pass| read_json::<Meta>(&raw.join(pass).join("metadata.json"))?.image_tokens)
         .unwrap_or(0)
+}
+
+/// The device ceilings the calibrate pass measured in deep mode (`measured_tflops`,
+/// `measured_gbps` in its metadata): one large GEMM and one device copy.
+pub fn calibration(raw: &Path) -> (Option<f64>, Option<f64>) {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        measured_tflops: Option<f64>,
+        #[serde(default)]
+        measured_gbps: Option<f64>,
+    }
+    let ok = |v: Option<f64>| v.filter(|x| x.is_finite() && *x > 0.0);
+    read_json::<Meta>(&raw.join("calibrate/metadata.json")).map_or((None, None), |m| {
+        (ok(m.measured_tflops), ok(m.measured_gbps))
+    })
 }
 
 /// Python, torch, transformers and CUDA versions the driver recorded (any pass).
@@ -187,5 +286,61 @@ mod tests {
         );
         assert_eq!(t.baseline.unwrap().iteration_cv_pct, 0.0);
         assert!(counted_flops(raw).is_empty());
+        assert_eq!(calibration(raw), (None, None));
+        std::fs::create_dir_all(raw.join("calibrate")).unwrap();
+        std::fs::write(
+            raw.join("calibrate/metadata.json"),
+            r#"{"measured_tflops": 771.5, "measured_gbps": -1}"#,
+        )
+        .unwrap();
+        assert_eq!(calibration(raw), (Some(771.5), None));
+    }
+
+    #[test]
+    fn interleaved_pairs_pool_their_iterations_and_give_a_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        let write = |pass: &str, name: &str, prefill: u64| {
+            std::fs::create_dir_all(raw.join(pass)).unwrap();
+            let it = |p: u64| serde_json::json!({"prefill_ns": p, "decode_ns": 10 * p, "total_ns": 11 * p});
+            let doc = serde_json::json!({"iterations": [it(prefill), it(prefill), it(prefill)]});
+            std::fs::write(raw.join(pass).join(name), doc.to_string()).unwrap();
+        };
+        write("baseline", "baseline.json", 100);
+        write("nsys", "nsys_timing.json", 125);
+        write("baseline-2", "baseline.json", 100);
+        write("nsys-2", "nsys_timing.json", 150);
+        let t = read_all(raw);
+        assert_eq!(t.baseline.as_ref().unwrap().iterations, 6);
+        assert_eq!(t.pairs.len(), 2);
+        let o = t.overhead();
+        let prefill = o.iter().find(|o| o.stage == "prefill").unwrap();
+        // Pooled: nsys median of 125,125,125,150,150,150 = 137.5 against 100.
+        assert_eq!(prefill.pairs, 2);
+        assert!((prefill.overhead_pct - 37.5).abs() < 1e-9);
+        assert_eq!(prefill.pair_range_pct, Some([25.0, 50.0]));
+        // No decode steps were written: no decode-step row.
+        assert!(!o.iter().any(|o| o.stage == "decode step"));
+    }
+
+    #[test]
+    fn baseline_windows_are_read_per_stage() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        std::fs::create_dir_all(raw.join("baseline")).unwrap();
+        let doc = serde_json::json!({"iterations": [
+            {"prefill_window_ns": [10, 20], "decode_window_ns": [20, 90]},
+            {"prefill_window_ns": [100, 100], "decode_window_ns": [130, 200]},
+            {"prefill_ns": 5}
+        ]});
+        std::fs::write(raw.join("baseline/baseline.json"), doc.to_string()).unwrap();
+        let w = baseline_windows(raw);
+        assert_eq!(
+            w,
+            vec![
+                ("prefill", vec![(10, 20)]),
+                ("decode", vec![(20, 90), (130, 200)])
+            ]
+        );
     }
 }

@@ -27,6 +27,7 @@ fn main() {
                 end_ns: t0 + 8_000_000_000,
             },
         ],
+        ..NvmlSeries::default()
     });
     if let Some(svg) = llmprof_charts::nvml_timeline(&b) {
         print!("{svg}");

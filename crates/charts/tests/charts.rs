@@ -482,6 +482,7 @@ fn nvml_timeline_draws_samples_and_pass_bands() {
             start_ns: 1_000_000_000_000,
             end_ns: 1_002_000_000_000,
         }],
+        ..NvmlSeries::default()
     });
     let svg = llmprof_charts::nvml_timeline(&b).unwrap();
     assert!(svg.contains("power (W)") && svg.contains("SM clock (MHz)"));

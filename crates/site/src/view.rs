@@ -327,6 +327,16 @@ impl RunView {
             "Nsight Compute kernels".into(),
             thousands(b.ncu.len() as u64),
         ]);
+        // Energy per stage of the baseline pass (NVML power integrated over the stage windows).
+        for e in b.capture.iter().flat_map(|c| &c.energy) {
+            agg.row(vec![
+                format!("Energy (J), {} (baseline, per instance)", e.stage),
+                format!("{:.3}", e.energy_j),
+            ]);
+            if let Some(j) = e.j_per_token {
+                agg.row(vec![format!("J/token, {}", e.stage), format!("{j:.5}")]);
+            }
+        }
 
         // Per-stage timings; vision sub-stages go to the note below the table.
         let mut stages = TableView::new(&[
@@ -667,7 +677,7 @@ impl RunView {
                     snapshot.row(vec![tool.clone(), v.clone()]);
                 }
                 missing = c.missing.clone();
-                match &c.baseline {
+                let text = match &c.baseline {
                     Some(base) => format!(
                         "Each profiled pass is compared with an unprofiled baseline of {} \
                          iteration(s) (iteration time varies {:.1}% between repeats, std/mean). \
@@ -675,6 +685,11 @@ impl RunView {
                         base.iterations, base.iteration_cv_pct
                     ),
                     None => "No baseline pass ran, so the profilers' overhead is unknown.".into(),
+                };
+                // How the Aggregates' energy rows were computed.
+                match &c.energy_note {
+                    Some(n) => format!("{text} {n}"),
+                    None => text,
                 }
             }
             None => "Not measured: this run was ingested from existing captures, so there is no \

@@ -340,6 +340,7 @@ fn nvml_samples_land_on_the_timeline_through_its_epoch() {
         temp_c: vec![40; n],
         throttle_reasons: vec![0; n],
         windows: Vec::new(),
+        ..llmprof_bundle::NvmlSeries::default()
     };
     bundle.nvml = Some(nv.clone());
     let run = Run::new(&bundle, timeline.clone()).unwrap();

@@ -12,6 +12,8 @@ per pass, each time in a fresh process:
   nsys      `repeats` iterations with NVTX stage ranges (run under `nsys profile`)
             -> nsys_timing.json
   flops     one iteration under FlopCounterMode, FLOPs per stage -> flops.json
+  calibrate no model: one large GEMM and one device copy -> measured_tflops/measured_gbps in
+            metadata.json (deep mode)
 
 Every pass merges what it learned into metadata.json (the RunMetadata the Rust side reads).
 
@@ -45,7 +47,7 @@ EXIT_OK = 0
 EXIT_BAD_PLAN = 2
 EXIT_CRASH = 3
 
-PASSES = ("baseline", "kineto", "nsys", "flops")
+PASSES = ("baseline", "kineto", "nsys", "flops", "calibrate")
 DTYPES = ("bfloat16", "float16", "float32")
 STAGE_PREFILL = "prefill"
 STAGE_DECODE = "decode"
@@ -55,6 +57,9 @@ CUDA_MISSING = "CUDA is not available: capture needs an NVIDIA GPU"
 # Test mode only: run on the CPU (no CUDA, no NVTX meaning), so the driver's logic can be tested
 # on a machine without a GPU. Never set by llmprof capture.
 CPU_TEST_ENV = "LLMPROF_DRIVER_CPU"
+# The clock of the *_window_ns stage windows: the host's wall clock, which llmprof's NVML sampler
+# stamps its samples with (Rust SystemTime), so energy per stage can be integrated.
+WINDOW_CLOCK = "CLOCK_REALTIME ns since the Unix epoch (time.time_ns)"
 
 
 def cpu_test_mode():
@@ -491,19 +496,25 @@ class Runner:
         """One prefill + decode_steps decode steps. Host times in ns, taken with
         perf_counter_ns(); no synchronize except at the end of each stage (and after each step
         with sync_each_step). `record` (a dict) is filled as the iteration goes, so a crash
-        leaves what was measured."""
+        leaves what was measured. Each stage's window is also recorded on the wall clock
+        (WINDOW_CLOCK), the clock of llmprof's NVML sampler, so power samples can be integrated
+        over it."""
         torch = self.torch
         now = time.perf_counter_ns
+        wall = time.time_ns
         rec = {} if record is None else record
         sync_each = self.plan.sync_each_step
         with torch.no_grad():
+            w0 = wall()
             t0 = now()
             with self.stage(STAGE_PREFILL):
                 out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
                                  **self.logits_kw)
                 tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
             t1 = now()
+            w1 = wall()
             rec["prefill_ns"] = t1 - t0
+            rec["prefill_window_ns"] = [w0, w1]
             if self.prefill_logits is None:
                 self.prefill_logits = int(out.logits.shape[1])
             cache = out.past_key_values
@@ -523,6 +534,7 @@ class Runner:
                         steps.append(t - start)
                         start = t
                 t2 = now()
+                rec["decode_window_ns"] = [w1, wall()]
                 # Without per-step syncs the last step waits for the GPU inside the stage's
                 # synchronize: fold that wait into it, so the steps add up to decode_ns.
                 steps[-1] += t2 - start
@@ -748,6 +760,7 @@ def run_timed(ctx, runner, file_name, repeats, profile_cm=None):
         "max_new_tokens": plan.max_new_tokens,
         "sync_each_step": plan.sync_each_step,
         "stage_markers": not isinstance(runner.marker, NullMarker),
+        "window_clock": WINDOW_CLOCK,
         "warmup_iterations": [],
         "iterations": [],
     }
@@ -786,6 +799,58 @@ def pass_baseline(ctx, runner):
     ctx["meta"].note("baseline: no profiler and no stage markers (no NVTX, record_function or "
                      "hooks); the same synchronize points as the other passes")
     run_timed(ctx, runner, "baseline.json", ctx["plan"].repeats)
+
+
+# Device calibration: one large GEMM and one device-to-device copy, timed with CUDA events.
+CAL_GEMM_N = 8192
+CAL_GEMM_REPS = 20
+CAL_COPY_BYTES = 1 << 30
+CAL_COPY_REPS = 10
+
+
+def calibrate(ctx):
+    """The calibrate pass (deep mode; no model is built): measured ceilings for analysis (RunMetadata measured_tflops / measured_gbps): a
+    CAL_GEMM_N^3 matmul in the model's dtype (2 N^3 FLOPs each) and a CAL_COPY_BYTES
+    device-to-device copy counted as read + write (2 x bytes), each the mean of its reps after
+    warm-up."""
+    torch, plan, meta = ctx["torch"], ctx["plan"], ctx["meta"]
+    dev = torch.device("cuda", plan.device)
+    dtype = getattr(torch, plan.dtype)
+
+    def timed(fn, reps):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize(dev)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / reps  # seconds per rep
+
+    n = CAL_GEMM_N
+    a = torch.randn(n, n, device=dev, dtype=dtype)
+    b = torch.randn(n, n, device=dev, dtype=dtype)
+    c = torch.empty(n, n, device=dev, dtype=dtype)
+    gemm_s = timed(lambda: torch.matmul(a, b, out=c), CAL_GEMM_REPS)
+    del a, b, c
+    src = torch.empty(CAL_COPY_BYTES, device=dev, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    copy_s = timed(lambda: dst.copy_(src), CAL_COPY_REPS)
+    del src, dst
+    torch.cuda.empty_cache()
+    tflops = 2 * n ** 3 / gemm_s / 1e12
+    gbps = 2 * CAL_COPY_BYTES / copy_s / 1e9
+    log(f"calibration: {plan.dtype} GEMM {n}^3 {tflops:.1f} TFLOP/s, device copy {gbps:.0f} GB/s")
+    meta.data["measured_tflops"] = round(tflops, 2)
+    meta.data["measured_gbps"] = round(gbps, 1)
+    meta.data["calibration"] = {
+        "gemm": {"n": n, "dtype": plan.dtype, "reps": CAL_GEMM_REPS, "s_per_rep": gemm_s},
+        "copy": {"bytes": CAL_COPY_BYTES, "reps": CAL_COPY_REPS, "s_per_rep": copy_s,
+                 "counted_bytes": "2 x bytes (read + write)"},
+    }
 
 
 def pass_nsys(ctx, runner):
@@ -923,6 +988,15 @@ def run(plan, ctx):
     meta.data["device"] = ({"name": "cpu", "index": None, "test_mode": CPU_TEST_ENV} if cpu
                            else device_info(torch, plan.device))
     meta.flush()
+    if plan.pass_name == "calibrate":
+        # Its own process and NVML window, so the GEMM's power draw (which can hit the power
+        # cap) never falls inside the baseline pass.
+        if cpu:
+            raise PlanError("the calibrate pass needs a CUDA device")
+        calibrate(ctx)
+        rec["finished"] = True
+        rec["finished_at"] = _utc_now()
+        return
 
     log("building model")
     t0 = time.perf_counter()

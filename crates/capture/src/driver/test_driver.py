@@ -161,6 +161,10 @@ class CpuRun(unittest.TestCase):
                 self.assertEqual(len(it["decode_step_ns"]), 3)
                 self.assertEqual(sum(it["decode_step_ns"]), it["decode_ns"])
                 self.assertEqual(it["total_ns"], it["prefill_ns"] + it["decode_ns"])
+                # Stage windows on the wall clock: prefill then decode, back to back.
+                p0, p1 = it["prefill_window_ns"]
+                d0, d1 = it["decode_window_ns"]
+                self.assertTrue(p0 <= p1 == d0 <= d1, it)
             with open(os.path.join(out, "kineto_trace.json"), encoding="utf-8") as f:
                 names = {e.get("name") for e in json.load(f)["traceEvents"]
                          if e.get("cat") == "user_annotation"}

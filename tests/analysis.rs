@@ -284,7 +284,7 @@ fn counted_flops_from_metadata_are_shown_beside_analytic() {
 /// reason.
 #[test]
 fn throttling_is_found_only_where_nvml_saw_a_slowdown() {
-    let run = fixture("sample-runs/20261122-033031-qwen2.5-0.5b-deep");
+    let run = fixture("sample-runs/20261122-040409-qwen2.5-0.5b-deep");
     let text = std::fs::read_to_string(run.join("bundle.json")).unwrap();
     let mut b = Bundle::from_json(&text).unwrap();
     let has = |b: &Bundle| {

@@ -98,8 +98,8 @@ fn a_broken_target_names_the_file_and_the_problem() {
 #[test]
 fn sample_runs_carry_their_capture_record() {
     for run in [
-        "20261122-033031-qwen2.5-0.5b-deep",
-        "20261122-032057-qwen3-moe-small-standard",
+        "20261122-040409-qwen2.5-0.5b-deep",
+        "20261122-040129-qwen3-moe-small-standard",
     ] {
         let text =
             std::fs::read_to_string(fixture("sample-runs").join(run).join("bundle.json")).unwrap();
@@ -123,7 +123,7 @@ fn sample_runs_carry_their_capture_record() {
 
 #[test]
 fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
-    let run = "20261122-032337-deepseek-ocr2-standard";
+    let run = "20261122-035856-deepseek-ocr2-standard";
     let text =
         std::fs::read_to_string(fixture("sample-runs").join(run).join("bundle.json")).unwrap();
     let b = llmprof_bundle::Bundle::from_json(&text).unwrap();
@@ -426,10 +426,10 @@ fn ctrl_c_stops_the_pass_keeps_a_partial_run_and_exits_130() {
 #[test]
 fn sample_runs_energy_is_the_power_integral_over_the_baseline_stage_windows() {
     for (run, prompt_tokens) in [
-        ("20261122-033031-qwen2.5-0.5b-deep", 512u64),
-        ("20261122-032057-qwen3-moe-small-standard", 512),
+        ("20261122-040409-qwen2.5-0.5b-deep", 512u64),
+        ("20261122-040129-qwen3-moe-small-standard", 512),
         // 257 image tokens + 32 text tokens.
-        ("20261122-032337-deepseek-ocr2-standard", 289),
+        ("20261122-035856-deepseek-ocr2-standard", 289),
     ] {
         let dir = fixture("sample-runs").join(run);
         let b = llmprof_bundle::Bundle::from_json(

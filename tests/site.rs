@@ -298,9 +298,9 @@ fn sample_runs_show_capture_overhead_and_nvml() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for run in [
-        "runs/20261122-033031-qwen2.5-0.5b-deep",
-        "runs/20261122-032057-qwen3-moe-small-standard",
-        "runs/20261122-032337-deepseek-ocr2-standard",
+        "runs/20261122-040409-qwen2.5-0.5b-deep",
+        "runs/20261122-040129-qwen3-moe-small-standard",
+        "runs/20261122-035856-deepseek-ocr2-standard",
     ] {
         let page = read(&site.join(run).join("index.html"));
         for needle in [

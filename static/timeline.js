@@ -300,6 +300,8 @@
       case "0": case "Home": view.reset(); break;
       case "z": view.zoom_to_selection(); break;
       case "s": showRange(view.select_visible()); break;
+      case "n": case "]": showPinned(view.step_pin(1)); break;
+      case "p": case "[": showPinned(view.step_pin(-1)); break;
       case "Escape": view.clear_selection(); view.unpin(); showRange(""); showPinned(""); break;
       case "/": e.preventDefault(); searchBox.focus(); return;
       default: return;

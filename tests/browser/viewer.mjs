@@ -86,6 +86,13 @@ for (const base of cfg.bases) {
   res.pinned = await page.innerText("#tl-pinned");
   check(res.pinned.includes(cfg.kernel_name), "the pinned panel lacks the kernel");
 
+  // The keyboard inspects too: "n" pins the next kernel in time order.
+  await page.keyboard.press("n");
+  const nextPinned = await page.innerText("#tl-pinned");
+  check(nextPinned !== res.pinned && /Kernel/.test(nextPinned), "'n' did not pin the next kernel");
+  await page.keyboard.press("p");
+  check((await page.innerText("#tl-pinned")) === res.pinned, "'p' did not go back to the kernel");
+
   // Zoom: the wheel zooms in around the pointer, "-" zooms out, "0" shows the whole run.
   await page.keyboard.press("0");
   const whole = await view(page, "window");

@@ -452,6 +452,25 @@ let wasm_bindgen = (function(exports) {
             }
         }
         /**
+         * Keyboard inspection: pins the next (`dir` > 0) or previous kernel in time order — the
+         * first one at or after the middle of the view when none is pinned — and pans to keep it
+         * in view. Returns the pinned details JSON.
+         * @param {number} dir
+         * @returns {string}
+         */
+        step_pin(dir) {
+            let deferred1_0;
+            let deferred1_1;
+            try {
+                const ret = wasm.timelineview_step_pin(this.__wbg_ptr, dir);
+                deferred1_0 = ret[0];
+                deferred1_1 = ret[1];
+                return getStringFromWasm0(ret[0], ret[1]);
+            } finally {
+                wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+            }
+        }
+        /**
          * One line about the run for the page header.
          * @returns {string}
          */

@@ -324,6 +324,33 @@ impl TimelineView {
             .unwrap_or_default()
     }
 
+    /// Keyboard inspection: pins the next (`dir` > 0) or previous kernel in time order — the
+    /// first one at or after the middle of the view when none is pinned — and pans to keep it
+    /// in view. Returns the pinned details JSON.
+    pub fn step_pin(&mut self, dir: i32) -> String {
+        let starts = &self.run.timeline.kernels.start;
+        if starts.is_empty() {
+            return String::new();
+        }
+        let last = starts.len() - 1;
+        let next = match self.pinned {
+            Some(Target::Kernel(i)) if dir > 0 => (i as usize + 1).min(last),
+            Some(Target::Kernel(i)) => (i as usize).saturating_sub(1),
+            _ => {
+                let mid = self.vp.t_of(self.vp.width / 2.0).max(0.0) as u64;
+                starts.partition_point(|&t| t < mid).min(last)
+            }
+        };
+        self.pinned = Some(Target::Kernel(next as u32));
+        let (s, e) = self.run.span_of(Target::Kernel(next as u32));
+        if (s as f64) < self.vp.t0 || (e as f64) > self.vp.t1 {
+            let half = self.vp.span() / 2.0;
+            let mid = (s as f64 + e as f64) / 2.0;
+            self.vp.set(mid - half, mid + half);
+        }
+        self.pinned_details()
+    }
+
     pub fn unpin(&mut self) {
         self.pinned = None;
     }

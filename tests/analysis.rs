@@ -277,9 +277,9 @@ fn counted_flops_from_metadata_are_shown_beside_analytic() {
     assert!(!a.findings.iter().any(|f| f.id == "flops_mismatch"));
 }
 
-/// A real H100 capture ran the workload at full clocks (in the passes that time it, NVML saw
-/// only the idle reason; the deep run's calibrate pass, one large GEMM at full power, may touch
-/// the power cap and is then named as such); the same samples marked with a software power cap
+/// A real H100 capture ran the workload at full clocks: in the passes that time it NVML saw only
+/// the idle reason, and the deep run's calibrate pass — one large GEMM that reaches the software
+/// power cap on purpose — is not a finding. The same samples marked with a software power cap
 /// inside the nsys pass give an evidence line naming the pass, the share of samples and the
 /// reason.
 #[test]
@@ -300,9 +300,18 @@ fn throttling_is_found_only_where_nvml_saw_a_slowdown() {
             .filter(|e| !e.starts_with("calibrate: "))
             .collect()
     };
+    let calibrate = b
+        .nvml
+        .as_ref()
+        .unwrap()
+        .windows
+        .iter()
+        .find(|w| w.name == "calibrate")
+        .cloned();
+    assert!(calibrate.is_some(), "the deep run has a calibrate pass");
     assert!(
-        workload_lines(has(&b)).is_empty(),
-        "real capture: no slowdown in a pass that times the workload"
+        has(&b).is_none(),
+        "real capture: no slowdown in a pass that times the workload, calibrate not counted"
     );
 
     let nvml = b.nvml.as_mut().unwrap();

@@ -513,8 +513,9 @@ const SLOWDOWN_REASONS: [(u64, &str); 5] = [
     (0x80, "hardware power brake"),
 ];
 
-/// The GPU lowered its clocks (power or thermal) during a pass: its timings understate the
-/// card. One evidence line per pass window that saw at least one slowed sample.
+/// The GPU lowered its clocks (power or thermal) during a pass that times the workload: its
+/// timings understate the card. One evidence line per pass window that saw at least one slowed
+/// sample (the calibrate pass excluded).
 fn throttling(bundle: &Bundle) -> Option<Finding> {
     let nvml = bundle.nvml.as_ref()?;
     let mask: u64 = SLOWDOWN_REASONS.iter().map(|(bit, _)| bit).sum();
@@ -524,7 +525,9 @@ fn throttling(bundle: &Bundle) -> Option<Finding> {
         .min(nvml.throttle_reasons.len())
         .min(nvml.sm_clock_mhz.len());
     let mut evidence = Vec::new();
-    for w in &nvml.windows {
+    // The calibrate pass runs one GEMM at full power on purpose; reaching the power cap there
+    // does not slow the workload's passes, so it is not a finding about them.
+    for w in nvml.windows.iter().filter(|w| w.name != "calibrate") {
         let inside: Vec<usize> = (0..n)
             .filter(|&i| (w.start_ns..=w.end_ns).contains(&nvml.t_ns[i]))
             .collect();

@@ -31,21 +31,12 @@
     return picks.filter(function (p) { return p.checked; }).map(function (p) { return p.value; });
   }
 
-  function loadScript(src) {
-    return new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = src;
-      s.onload = resolve;
-      s.onerror = function () { reject(new Error("cannot load " + src)); };
-      document.head.appendChild(s);
-    });
-  }
 
   // One load per run, however often the picks change while it is in flight.
   function ensure(ids) {
     return Promise.all(ids.map(function (id) {
       if (!loaded[id]) {
-        loaded[id] = loadScript("runs/" + encodeURIComponent(id) + "/bundle.js").then(function () {
+        loaded[id] = window.llmprofViewer.loadScript("runs/" + encodeURIComponent(id) + "/bundle.js").then(function () {
           var data = window.LLMPROF_DATA || {};
           var text = data["bundle/" + id];
           if (typeof text !== "string") throw new Error("runs/" + id + "/bundle.js holds no bundle");
@@ -119,10 +110,7 @@
   });
 
   applyHash();
-  var bin = atob(window.LLMPROF_VIEWER_WASM);
-  var bytes = new Uint8Array(bin.length);
-  for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  wasm_bindgen({ module_or_path: bytes }).then(function () {
+  window.llmprofViewer.start().then(function () {
     view = new wasm_bindgen.CompareView(canvas);
     window.llmprofCompare = view;
     update();

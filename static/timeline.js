@@ -37,23 +37,7 @@
     return Array.prototype.map.call(runSelect.options, function (o) { return o.value; });
   }
 
-  function loadScript(src) {
-    return new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = src;
-      s.onload = resolve;
-      s.onerror = function () { reject(new Error("cannot load " + src)); };
-      document.head.appendChild(s);
-    });
-  }
 
-  function wasmBytes() {
-    var b64 = window.LLMPROF_VIEWER_WASM;
-    var bin = atob(b64);
-    var bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    return bytes;
-  }
 
   // The address keeps up with the view, written a moment after the last change (browsers
   // throttle replaceState during a pan).
@@ -179,7 +163,7 @@
     status.textContent = note + "Loading " + id + "…";
     var base = "runs/" + encodeURIComponent(id) + "/";
     var tData = performance.now();
-    Promise.all([loadScript(base + "bundle.js"), loadScript(base + "timeline.js")])
+    Promise.all([window.llmprofViewer.loadScript(base + "bundle.js"), window.llmprofViewer.loadScript(base + "timeline.js")])
       .then(function () {
         if (seq !== loadSeq) return; // a later open() won
         var tParse = performance.now();
@@ -341,7 +325,7 @@
 
   var runs = runIds();
   if (!runs.length) return;
-  wasm_bindgen({ module_or_path: wasmBytes() }).then(function () {
+  window.llmprofViewer.start().then(function () {
     open(hashRun());
   }).catch(function (e) {
     status.textContent = "Cannot start the viewer: " + e.message;

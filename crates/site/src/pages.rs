@@ -20,6 +20,10 @@ pub const ASSETS: &[(&str, &[u8])] = &[
     ("site.js", include_bytes!("../../../static/site.js")),
     ("timeline.js", include_bytes!("../../../static/timeline.js")),
     ("compare.js", include_bytes!("../../../static/compare.js")),
+    (
+        "viewer-boot.js",
+        include_bytes!("../../../static/viewer-boot.js"),
+    ),
     // The WASM viewer, built from web/viewer by web/build.sh (CI checks it is current).
     (
         "viewer/llmprof_viewer.js",

@@ -66,17 +66,6 @@ impl Norm {
     }
 }
 
-const CATEGORIES: [Category; 8] = [
-    Category::Gemm,
-    Category::Attention,
-    Category::MoeRouting,
-    Category::Elementwise,
-    Category::ReductionNorm,
-    Category::MemcpyMemset,
-    Category::Communication,
-    Category::Other,
-];
-
 /// Colours of the runs (series), in order.
 pub const RUN_COLORS: [&str; 6] = [
     "#2f6fde", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#495057",
@@ -134,7 +123,7 @@ impl RunSummary {
             .filter(|s| s.depth == 0 && !llmprof_bundle::is_warmup(&s.name))
             .map(|s| s.id)
             .collect();
-        let mix = CATEGORIES
+        let mix = Category::ALL
             .iter()
             .map(|&c| {
                 let ns = b
@@ -514,7 +503,7 @@ fn stacked_mix<DB: DrawingBackend>(
     // Category legend along the bottom.
     let (w, h) = area.dim_in_pixel();
     let mut x = pxi(12.0);
-    for c in CATEGORIES {
+    for c in Category::ALL {
         if !mixes
             .iter()
             .any(|(_, m)| m.iter().any(|&(mc, v)| mc == c && v > 0.0))

@@ -130,7 +130,7 @@
     var box = document.getElementById("tl-legend");
     box.textContent = "";
     var legend = JSON.parse(view.legend());
-    legend[0].forEach(function (c) {
+    legend.forEach(function (c) {
       var item = el("span");
       var sw = el("span");
       sw.className = "sw";

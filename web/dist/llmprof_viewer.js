@@ -89,22 +89,6 @@ let wasm_bindgen = (function(exports) {
             }
         }
         /**
-         * `[[id, title], ...]` of the loaded runs.
-         * @returns {string}
-         */
-        runs() {
-            let deferred1_0;
-            let deferred1_1;
-            try {
-                const ret = wasm.compareview_runs(this.__wbg_ptr);
-                deferred1_0 = ret[0];
-                deferred1_1 = ret[1];
-                return getStringFromWasm0(ret[0], ret[1]);
-            } finally {
-                wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
-            }
-        }
-        /**
          * The same figure as an SVG document (text measured on the canvas, as on screen).
          * @param {string} ids
          * @param {string} norm
@@ -287,14 +271,6 @@ let wasm_bindgen = (function(exports) {
             var v1 = getArrayF64FromWasm0(ret[0], ret[1]).slice();
             wasm.__wbindgen_free(ret[0], ret[1] * 8, 8);
             return v1;
-        }
-        /**
-         * Kernel op index of the longest kernel of the run (a stable target for tests).
-         * @returns {number | undefined}
-         */
-        longest_kernel() {
-            const ret = wasm.timelineview_longest_kernel(this.__wbg_ptr);
-            return ret === Number.MAX_SAFE_INTEGER ? undefined : ret;
         }
         /**
          * Parses the run (`site_id` is its directory name in the site) and sizes the canvas to

@@ -186,7 +186,12 @@ pub fn build(
                     .map(|d| d.as_nanos());
                 (m.len(), mtime)
             });
-        let hash = hash_of(&format!("{text}\u{0}{timeline_stamp:?}"));
+        let hash = {
+            let mut h = std::hash::DefaultHasher::new();
+            text.hash(&mut h);
+            timeline_stamp.hash(&mut h);
+            h.finish()
+        };
         let run_out = opts.out_dir.join("runs").join(&id);
         let page = run_out.join("index.html");
         if old.runs.get(&id) == Some(&hash) && page.is_file() {
@@ -368,12 +373,6 @@ fn safe_id(run_id: &str, dir: &Path) -> String {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "run".into())
     }
-}
-
-fn hash_of(text: &str) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a reader never sees a

@@ -13,7 +13,7 @@ use crate::details::describe;
 use crate::fmt;
 use crate::hash::ViewState;
 use crate::hit::{counter_at, hit};
-use crate::lanes::{Geometry, LaneKind, Layout};
+use crate::lanes::{Geometry, Layout};
 use crate::measure::Measured;
 use crate::model::{Run, Target};
 use crate::range::range_stats;
@@ -541,14 +541,6 @@ impl TimelineView {
         vec![self.vp.t0, self.vp.t1]
     }
 
-    /// Kernel op index of the longest kernel of the run (a stable target for tests).
-    pub fn longest_kernel(&self) -> Option<u32> {
-        let d = &self.run.timeline.kernels.dur;
-        (0..d.len())
-            .max_by_key(|&i| (d[i], std::cmp::Reverse(i)))
-            .map(|i| i as u32)
-    }
-
     /// The legend: `[[category, colour], ...]` of the categories this run has.
     pub fn legend(&self) -> String {
         let mut seen: Vec<(&str, &str)> = Vec::new();
@@ -558,14 +550,7 @@ impl TimelineView {
                 seen.push(e);
             }
         }
-        let lanes: Vec<&str> = self
-            .run
-            .lanes
-            .iter()
-            .filter(|l| matches!(l.kind, LaneKind::Counter(_)))
-            .map(|l| l.label.as_str())
-            .collect();
-        serde_json::to_string(&(seen, lanes)).unwrap_or_default()
+        serde_json::to_string(&seen).unwrap_or_default()
     }
 }
 
@@ -649,15 +634,5 @@ impl CompareView {
             compare::draw(&root, &runs, Norm::parse(norm), 1.0).map_err(|e| JsError::new(&e))?;
         }
         Ok(out)
-    }
-
-    /// `[[id, title], ...]` of the loaded runs.
-    pub fn runs(&self) -> String {
-        let v: Vec<(&str, &str)> = self
-            .runs
-            .iter()
-            .map(|r| (r.id.as_str(), r.title.as_str()))
-            .collect();
-        serde_json::to_string(&v).unwrap_or_default()
     }
 }

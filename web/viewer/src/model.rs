@@ -53,7 +53,6 @@ pub struct Counter {
 /// Everything the timeline draws, derived once at load.
 #[derive(Debug, Clone)]
 pub struct Run {
-    pub id: String,
     pub title: String,
     pub device: String,
     pub timeline: Timeline,
@@ -145,7 +144,6 @@ impl Run {
             lanes.push(Lane::counter(i, format!("{} ({})", c.name, c.unit)));
         }
         Ok(Run {
-            id: bundle.run_id.clone(),
             title: bundle
                 .label
                 .clone()

@@ -50,6 +50,70 @@ fn dry_run_validates_and_prints_the_plan() {
 }
 
 #[test]
+fn dry_run_shows_set_overrides_and_the_graph_trace_level() {
+    let out = tempfile::tempdir().unwrap();
+    let args = |extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "capture".into(),
+            "--target".into(),
+            target("qwen2.5-0.5b.toml").into(),
+            "--dry-run".into(),
+            "--out".into(),
+            out.path().into(),
+        ];
+        a.extend(extra.iter().map(|s| s.into()));
+        a
+    };
+    let o = llmprof(args(&[
+        "--set",
+        "optimize.compile=reduce-overhead",
+        "--set",
+        "optimize.cache=static",
+    ]));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for needle in [
+        "optimize compile=reduce-overhead cache=static",
+        "set      optimize.compile=reduce-overhead, optimize.cache=static",
+        "(CUDA graphs traced at node level)",
+    ] {
+        assert!(stdout.contains(needle), "plan lacks {needle}:\n{stdout}");
+    }
+    let o = llmprof(args(&["--cuda-graph-trace", "graph"]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("traced at graph level"));
+    // A typo in a --set key names the file, the field and the override.
+    let o = llmprof(args(&["--set", "optimize.compil=default"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("qwen2.5-0.5b.toml")
+            && err.contains("unknown field `compil`")
+            && err.contains("--set optimize.compil=default"),
+        "{err}"
+    );
+}
+
+/// The workload driver's own tests (`test_driver.py`): plan checks and exit codes always, the
+/// compiled and eager CPU runs where torch and transformers are installed.
+#[test]
+fn driver_python_tests_pass() {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/capture/src/driver");
+    let Ok(o) = std::process::Command::new("python3")
+        .args(["-m", "unittest", "-q", "test_driver"])
+        .current_dir(&driver)
+        .output()
+    else {
+        eprintln!("no python3 here: the driver's tests did not run");
+        return;
+    };
+    assert!(
+        o.status.success(),
+        "test_driver.py failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
 fn without_a_usable_gpu_capture_refuses_and_leaves_nothing() {
     if Path::new("/dev/nvidiactl").exists() {
         eprintln!("a GPU is present: the refusal is not exercised here");

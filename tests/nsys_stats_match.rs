@@ -1,5 +1,7 @@
-//! The bundle built from the H200 Nsight Systems export must reproduce NVIDIA's own
-//! `nsys stats` reports of that export exactly (fixtures `nsys_stats/*.csv`).
+//! The bundle built from an Nsight Systems export must reproduce NVIDIA's own `nsys stats`
+//! reports of that export exactly: the H200 eager capture (`h200-qwen2-0.5b/nsys_stats/`) and
+//! the H100 CUDA-graph decode traced at graph level and at node level
+//! (`h100-cuda-graphs/nsys_stats_{graph,node}/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,15 +14,31 @@ use common::*;
 use llmprof_bundle::{Bundle, Distribution, OpKind};
 use llmprof_ingest::{ingest, IngestRequest};
 
+fn ingest_nsys(path: std::path::PathBuf) -> Bundle {
+    let req = IngestRequest {
+        nsys: Some(path),
+        ..Default::default()
+    };
+    ingest(&req, &mut |_| {}).expect("ingest").bundle
+}
+
 fn bundle() -> &'static Bundle {
     static B: OnceLock<Bundle> = OnceLock::new();
-    B.get_or_init(|| {
-        let req = IngestRequest {
-            nsys: Some(h200("nsys_export.sqlite.gz")),
-            ..Default::default()
-        };
-        ingest(&req, &mut |_| {}).expect("ingest").bundle
-    })
+    B.get_or_init(|| ingest_nsys(h200("nsys_export.sqlite.gz")))
+}
+
+/// The CUDA-graph decode at graph (`graph`) or node (`node`) level, with its stats directory.
+fn graphs(level: &str) -> (&'static Bundle, std::path::PathBuf) {
+    static G: OnceLock<Bundle> = OnceLock::new();
+    static N: OnceLock<Bundle> = OnceLock::new();
+    let cell = if level == "graph" { &G } else { &N };
+    let b =
+        cell.get_or_init(|| ingest_nsys(graphs_fixture(&format!("nsys_{level}_level.sqlite.gz"))));
+    (b, graphs_fixture(&format!("nsys_stats_{level}")))
+}
+
+fn graphs_fixture(rel: &str) -> std::path::PathBuf {
+    fixture(&format!("h100-cuda-graphs/{rel}"))
 }
 
 fn stage<'a>(b: &'a Bundle, range: &str) -> &'a llmprof_bundle::Stage {
@@ -34,8 +52,99 @@ fn stage<'a>(b: &'a Bundle, range: &str) -> &'a llmprof_bundle::Stage {
 
 #[test]
 fn stages_equal_nvtx_sum() {
-    let b = bundle();
-    let rows = csv_rows(&h200("nsys_stats/nvtx_sum.csv"));
+    check_nvtx_sum(bundle(), &h200("nsys_stats"));
+}
+
+#[test]
+fn stages_equal_nvtx_gpu_proj_sum() {
+    check_nvtx_gpu_proj_sum(bundle(), &h200("nsys_stats"));
+}
+
+#[test]
+fn kernels_equal_cuda_gpu_kern_sum() {
+    check_cuda_gpu_kern_sum(bundle(), &h200("nsys_stats"));
+}
+
+#[test]
+fn graph_level_export_equals_nsys_stats() {
+    let (b, stats) = graphs("graph");
+    check_nvtx_sum(b, &stats);
+    check_nvtx_gpu_proj_sum(b, &stats);
+    check_cuda_gpu_kern_sum(b, &stats);
+}
+
+#[test]
+fn node_level_export_equals_nsys_stats() {
+    let (b, stats) = graphs("node");
+    check_nvtx_sum(b, &stats);
+    check_nvtx_gpu_proj_sum(b, &stats);
+    check_cuda_gpu_kern_sum(b, &stats);
+}
+
+/// Graph level: the 16 graph launches per decode instance are busy time and graph launches,
+/// not kernels; node level: the same launches ran 40 kernels each. NVIDIA's GPU-op count and
+/// the kernel count are both kept.
+#[test]
+fn graph_launches_and_kernels_at_both_levels() {
+    let (g, _) = graphs("graph");
+    let (n, _) = graphs("node");
+    let decode = |b: &'static Bundle| stage(b, ":decode");
+    let (gd, nd) = (decode(g), decode(n));
+    assert_eq!((gd.instances, nd.instances), (2, 2));
+    // 16 steps x 2 instances, one graph launch per step, at either level.
+    assert_eq!((gd.graph_launches, nd.graph_launches), (32, 32));
+    // Graph level: only the 2 eager kernels per step are kernels; node level adds 40 per graph.
+    assert_eq!((gd.kernels, gd.graph_kernels), (64, 0));
+    assert_eq!((nd.kernels, nd.graph_kernels), (64 + 32 * 40, 32 * 40));
+    // nvtx_gpu_proj_sum's GPU ops: 32 per instance at graph level, 48 at node level.
+    assert_eq!((gd.gpu_ops, nd.gpu_ops), (64, 96));
+    // Over 90% of decode's GPU time is inside the graph at either level; this tiny model
+    // still leaves the GPU idle most of the step (each replay is ~83 µs of a ~0.5 ms step).
+    for s in [gd, nd] {
+        let share = s.graph_busy_ns as f64 / s.gpu_busy_ns as f64;
+        assert!(share > 0.9, "graph share {share}");
+        assert!(s.gpu_busy_pct < 20.0, "busy {:.1}%", s.gpu_busy_pct);
+    }
+    // Graph spans are busy time at graph level: without them decode would be 6% busy.
+    assert_eq!(gd.gpu_busy_ns, 2_782_708);
+    assert_eq!(gd.graph_busy_ns, 2_616_242);
+    assert_eq!(
+        g.totals.graph_trace,
+        Some(llmprof_bundle::GraphTrace::Graph)
+    );
+    assert_eq!(n.totals.graph_trace, Some(llmprof_bundle::GraphTrace::Node));
+    assert_eq!((g.totals.graphs, g.totals.graph_launches), (50, 50));
+    assert_eq!(
+        (n.totals.graph_kernels, n.totals.graph_launches),
+        (2000, 50)
+    );
+    // One `CUDA graph 4` row at graph level; node-level kernels name the same captured graph.
+    let row = g.kernels.iter().find(|k| k.kind == OpKind::Graph).unwrap();
+    assert_eq!((row.name.as_str(), row.calls), ("CUDA graph 4", 50));
+    assert!(g
+        .diagnostics
+        .iter()
+        .any(|d| d.code == "nsys.graphs_traced_whole" && d.count == 50));
+    let t = ingest(
+        &IngestRequest {
+            nsys: Some(graphs_fixture("nsys_node_level.sqlite.gz")),
+            ..Default::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap()
+    .timeline
+    .unwrap();
+    let in_graph4 = t.kernels.graph.iter().filter(|g| **g == Some(4)).count();
+    assert_eq!(in_graph4, 2000);
+    let mut nodes: Vec<u32> = t.kernels.graph_node.iter().flatten().copied().collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    assert_eq!(nodes, (0..40).collect::<Vec<u32>>(), "40 nodes per graph");
+}
+
+fn check_nvtx_sum(b: &Bundle, stats: &std::path::Path) {
+    let rows = csv_rows(&stats.join("nvtx_sum.csv"));
     assert_eq!(rows.len(), b.stages.len());
     for row in rows {
         let s = stage(b, &row["Range"]);
@@ -50,10 +159,8 @@ fn stages_equal_nvtx_sum() {
     }
 }
 
-#[test]
-fn stages_equal_nvtx_gpu_proj_sum() {
-    let b = bundle();
-    for row in csv_rows(&h200("nsys_stats/nvtx_gpu_proj_sum.csv")) {
+fn check_nvtx_gpu_proj_sum(b: &Bundle, stats: &std::path::Path) {
+    for row in csv_rows(&stats.join("nvtx_gpu_proj_sum.csv")) {
         let s = stage(b, &row["Range"]);
         assert_eq!(
             s.gpu_proj_ns as f64,
@@ -79,10 +186,8 @@ fn stages_equal_nvtx_gpu_proj_sum() {
     }
 }
 
-#[test]
-fn kernels_equal_cuda_gpu_kern_sum() {
-    let b = bundle();
-    let rows = csv_rows(&h200("nsys_stats/cuda_gpu_kern_sum.csv"));
+fn check_cuda_gpu_kern_sum(b: &Bundle, stats: &std::path::Path) {
+    let rows = csv_rows(&stats.join("cuda_gpu_kern_sum.csv"));
     let kernels: HashMap<&str, &llmprof_bundle::Kernel> = b
         .kernels
         .iter()

@@ -64,6 +64,8 @@ pub enum Command {
     ///
     /// Examples:
     ///   llmprof capture --target configs/qwen2.5-0.5b.toml --mode standard
+    ///   llmprof capture --target configs/qwen2.5-0.5b.toml \
+    ///       --set optimize.compile=reduce-overhead --set optimize.cache=static
     ///   llmprof capture --cmd "python my_infer.py --tokens 64" --stages prefill,decode --mode deep
     #[command(verbatim_doc_comment)]
     Capture(CaptureArgs),
@@ -109,9 +111,25 @@ pub struct CaptureArgs {
     /// Directory that receives the run directory.
     #[arg(long, value_name = "DIR", default_value = "runs")]
     pub out: PathBuf,
+    /// Override a key of the target file (repeatable; recorded in the run), so one target
+    /// gives a before and an after run: --set optimize.compile=reduce-overhead
+    /// --set optimize.cache=static. Values are TOML (5, true, "x"); a bare word is a string.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "target")]
+    pub set: Vec<String>,
+    /// How the Nsight Systems pass traces CUDA graphs: `node` records every kernel a graph
+    /// launch runs (stages, kernels and the timeline see inside graphs); `graph` records one
+    /// span per launch (lower overhead, no kernel detail).
+    #[arg(long, value_enum, value_name = "LEVEL", default_value_t = GraphTraceArg::Node)]
+    pub cuda_graph_trace: GraphTraceArg,
     /// Validate and print the plan; run nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GraphTraceArg {
+    Node,
+    Graph,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -6,10 +6,12 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use llmprof_capture::{CaptureOptions, CommandWorkload, Interrupt, Mode, WorkloadSpec};
+use llmprof_capture::{
+    CaptureOptions, CommandWorkload, GraphTraceLevel, Interrupt, Mode, Override, WorkloadSpec,
+};
 use llmprof_ingest::{run_store, IngestRequest, Ingested};
 
-use crate::args::{CaptureArgs, ModeArg};
+use crate::args::{CaptureArgs, GraphTraceArg, ModeArg};
 
 /// Profiler overhead above which the run suggests a lighter mode.
 const OVERHEAD_WARN_PCT: f64 = 25.0;
@@ -56,6 +58,16 @@ fn options(args: &CaptureArgs) -> Result<CaptureOptions> {
         out: args.out.clone(),
         timeout_s: args.timeout,
         overhead_repeats: args.overhead_repeats,
+        overrides: args
+            .set
+            .iter()
+            .map(|s| Override::parse(s))
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?,
+        cuda_graph_trace: match args.cuda_graph_trace {
+            GraphTraceArg::Node => GraphTraceLevel::Node,
+            GraphTraceArg::Graph => GraphTraceLevel::Graph,
+        },
     })
 }
 
@@ -106,7 +118,7 @@ pub fn run(args: CaptureArgs) -> Result<()> {
         &interrupt,
     )?;
     let interrupted = output.capture.interrupted;
-    let label = format!("{} {}", plan.name(), plan.opts.mode.as_str());
+    let label = plan.label();
     let request = IngestRequest {
         nsys: output.nsys_sqlite.clone(),
         kineto: output.kineto.clone(),

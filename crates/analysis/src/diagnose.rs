@@ -300,6 +300,10 @@ fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
         Category::Communication => "Communication leads: overlap collectives with compute or \
                                     reduce tensor parallelism."
             .to_string(),
+        Category::CudaGraph => "CUDA graphs traced whole lead: their kernels are not known one \
+                                by one; profile with `nsys --cuda-graph-trace=node` (llmprof \
+                                capture's default) to see which kernels inside them cost most."
+            .to_string(),
         Category::MemcpyMemset | Category::Other => {
             "Inspect the leading kernels in the timeline.".to_string()
         }
@@ -632,6 +636,9 @@ mod tests {
             launch_api_ns: 1000,
             gpu_busy_ns: wall_ns,
             gpu_busy_pct: 100.0,
+            graph_launches: 0,
+            graph_kernels: 0,
+            graph_busy_ns: 0,
             instance_list: vec![StageInstance {
                 start_ns: 0,
                 end_ns: wall_ns as i64,

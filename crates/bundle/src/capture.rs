@@ -66,6 +66,46 @@ pub struct Capture {
     /// `--stages`: the NVTX ranges of a `--cmd` workload that count as stages.
     #[serde(default)]
     pub stage_names: Vec<String>,
+    /// `--set KEY=VALUE` overrides applied to the target file (already in `target_config`).
+    #[serde(default)]
+    pub overrides: Vec<String>,
+    /// How the decode step was compiled and its CUDA graph captured, per pass that ran the
+    /// target (`[optimize]`); empty for eager runs and `--cmd` workloads.
+    #[serde(default)]
+    pub compile: Vec<CompileRecord>,
+    /// How the Nsight Systems pass traced CUDA graphs: `node` (every kernel, the default) or
+    /// `graph` (one span per launch); `None` without an nsys pass or in older bundles.
+    #[serde(default)]
+    pub cuda_graph_trace: Option<String>,
+}
+
+/// One pass's `torch.compile` of the decode step, before its warm-up and outside every
+/// measured range: compile time (the first compiled call) and graph capture time (CUDAGraph
+/// Trees record on the next call), or why compiling failed (the pass then measured the eager
+/// step).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompileRecord {
+    pub pass: String,
+    /// `torch.compile` mode: `default`, `reduce-overhead`, `max-autotune`.
+    pub mode: String,
+    /// KV cache: `dynamic` or `static`.
+    pub cache: String,
+    /// `ok`, or `failed` (the eager step was measured instead).
+    pub status: String,
+    #[serde(default)]
+    pub compile_s: Option<f64>,
+    #[serde(default)]
+    pub capture_s: Option<f64>,
+    /// Which part failed (`compile`, `graph capture`), where (`file.py:line in fn`) and why.
+    #[serde(default)]
+    pub failed_part: Option<String>,
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Inductor's reasons for running the compiled step without CUDA graphs, if it did.
+    #[serde(default)]
+    pub cudagraphs_skipped: Vec<String>,
 }
 
 /// Energy of one stage of the baseline pass, from the NVML power samples integrated over the

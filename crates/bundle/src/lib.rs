@@ -79,6 +79,32 @@
 //!   `capture.command` and `capture.stage_names` (`--cmd` workloads), `nvml.power_source`,
 //!   `nvml.energy_mj`, `capture.overhead[].pairs` and `.pair_range_pct` (interleaved overhead
 //!   repeats).
+//! * Version 4: CUDA graphs. `kernels[].kind` gains `graph` (one row per graph traced whole,
+//!   `--cuda-graph-trace=graph`, with the category `cuda graph`); stages gain
+//!   `graph_launches`, `graph_kernels` and `graph_busy_ns`, kernels `graph_calls`, totals
+//!   `graphs`, `graph_ns`, `graph_kernels`, `graph_launches` and `graph_trace`, the timeline's
+//!   kernels the `graph` and `graph_node` columns. All have defaults, so version-3 bundles read
+//!   unchanged; a version-3 reader refuses version 4 (the new enum values).
+//!
+//! # CUDA graphs
+//!
+//! A graph launch is one CUDA API call (`cudaGraphLaunch`) that runs many GPU ops. How much of
+//! it a trace shows depends on how it was recorded ([`GraphTrace`]):
+//!
+//! * `node` (`nsys --cuda-graph-trace=node`, and the PyTorch profiler): every kernel, memcpy and
+//!   memset inside the graph is recorded with the launch's correlation id; nsys adds the graph
+//!   and node ids.
+//! * `graph` (`nsys`'s default `--cuda-graph-trace=graph`): one span per graph launch, the
+//!   kernels inside it not recorded. Those spans are `kind: "graph"` rows of `kernels[]` and
+//!   rows of the timeline's kernel columns; they count in GPU busy time and
+//!   [`Stage::graph_launches`], not in [`Stage::kernels`].
+//!
+//! [`Stage::gpu_ops`] and [`Stage::gpu_proj_ns`] are Nsight Systems' `nvtx_gpu_proj_sum`
+//! numbers exactly: GPU ops are the distinct correlation ids of the kernels, memcpys and
+//! memsets attributed to the stage, so a graph launch counts once at node level however many
+//! kernels it ran, and not at all at graph level (nsys 2025.3 leaves graph spans out of the
+//! projection). [`Stage::kernels`], [`Stage::graph_launches`] and [`Stage::gpu_busy_ns`] count
+//! what the GPU ran at either level.
 
 use std::collections::BTreeMap;
 
@@ -97,8 +123,8 @@ pub use analysis::{
     StageRole,
 };
 pub use capture::{
-    Capture, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord, StageEnergy,
-    StageTimings, Window,
+    Capture, CompileRecord, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord,
+    StageEnergy, StageTimings, Window,
 };
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
@@ -106,7 +132,7 @@ pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
 pub use workload::{Calibration, CountedFlops, RunMetadata, Sourced, Workload};
 
 /// Version of the `bundle.json` / `timeline.json` format written by this crate.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// File name of the bundle inside a run directory.
 pub const BUNDLE_FILE: &str = "bundle.json";
@@ -371,6 +397,30 @@ pub struct Totals {
     pub unattributed_gpu_ops: u64,
     /// Distinct CUDA streams that ran GPU ops.
     pub streams: u32,
+    /// Graph launches recorded as one span each (graph-level traces), and their summed time.
+    #[serde(default)]
+    pub graphs: u64,
+    #[serde(default)]
+    pub graph_ns: u64,
+    /// Kernels that graph launches ran (node-level traces and the PyTorch profiler).
+    #[serde(default)]
+    pub graph_kernels: u64,
+    /// Host calls that launched a CUDA graph and have GPU work in the trace.
+    #[serde(default)]
+    pub graph_launches: u64,
+    /// How the trace recorded CUDA graphs; `None` when it holds no graph work.
+    #[serde(default)]
+    pub graph_trace: Option<GraphTrace>,
+}
+
+/// How a trace recorded the GPU work of CUDA graph launches (see "CUDA graphs" above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphTrace {
+    /// Every kernel inside a graph, with the launch's correlation id.
+    Node,
+    /// One span per graph launch; the kernels inside are not recorded.
+    Graph,
 }
 
 /// How a stage was marked.
@@ -410,7 +460,9 @@ pub struct Stage {
     /// Sum over instances of (last attributed GPU op end − first attributed GPU op start), as
     /// `nvtx_gpu_proj_sum`'s "Total Proj Time". Instances without GPU ops add 0.
     pub gpu_proj_ns: u64,
-    /// Kernels + memcpys + memsets attributed to the stage.
+    /// GPU ops as `nvtx_gpu_proj_sum` counts them ("Total GPU Ops"): distinct launching calls
+    /// (correlation ids) of the kernels, memcpys and memsets attributed to the stage, so a
+    /// graph launch is one op at node level and none at graph level (see "CUDA graphs").
     pub gpu_ops: u64,
     /// Sum of attributed kernel durations (memcpy/memset excluded).
     pub kernel_ns: u64,
@@ -421,10 +473,22 @@ pub struct Stage {
     pub launches: u64,
     #[serde(default)]
     pub launch_api_ns: u64,
-    /// Union of attributed GPU op intervals, summed over instances.
+    /// Union of attributed GPU op intervals (graph spans included), summed over instances.
     pub gpu_busy_ns: u64,
     /// `gpu_busy_ns / wall_ns`, in percent.
     pub gpu_busy_pct: f64,
+    /// Of `launches`, the CUDA graph launches (`cudaGraphLaunch`): one host call each, however
+    /// many kernels the graph ran.
+    #[serde(default)]
+    pub graph_launches: u64,
+    /// Of `kernels`, those a graph launch ran (node-level traces; 0 at graph level, where they
+    /// are not recorded).
+    #[serde(default)]
+    pub graph_kernels: u64,
+    /// Union of the GPU time inside graphs (graph spans, or the graph kernels' intervals),
+    /// summed over instances: the part of `gpu_busy_ns` that graphs ran.
+    #[serde(default)]
+    pub graph_busy_ns: u64,
     pub instance_list: Vec<StageInstance>,
 }
 
@@ -461,12 +525,15 @@ pub enum Category {
     MemcpyMemset,
     #[serde(rename = "communication")]
     Communication,
+    /// A CUDA graph traced whole (graph level): its kernels are not known one by one.
+    #[serde(rename = "cuda graph")]
+    CudaGraph,
     #[serde(rename = "other")]
     Other,
 }
 
 impl Category {
-    pub const ALL: [Category; 8] = [
+    pub const ALL: [Category; 9] = [
         Category::Gemm,
         Category::Attention,
         Category::MoeRouting,
@@ -474,6 +541,7 @@ impl Category {
         Category::ReductionNorm,
         Category::MemcpyMemset,
         Category::Communication,
+        Category::CudaGraph,
         Category::Other,
     ];
 
@@ -486,6 +554,7 @@ impl Category {
             Category::ReductionNorm => "reduction/norm",
             Category::MemcpyMemset => "memcpy/memset",
             Category::Communication => "communication",
+            Category::CudaGraph => "cuda graph",
             Category::Other => "other",
         }
     }
@@ -498,6 +567,8 @@ pub enum OpKind {
     Kernel,
     Memcpy,
     Memset,
+    /// A CUDA graph launch traced as one span (graph-level traces): one row per graph id.
+    Graph,
 }
 
 /// Launch geometry of a kernel.
@@ -513,7 +584,8 @@ pub struct Launch {
 ///
 /// For `kind == "kernel"` the columns equal `nsys stats -r cuda_gpu_kern_sum`; memcpy and memset
 /// rows use the names and numbers of `cuda_gpu_mem_time_sum` (`[CUDA memcpy Host-to-Device]`,
-/// `[CUDA memset]`).
+/// `[CUDA memset]`); `kind == "graph"` rows (`CUDA graph 4`) are the launches of one graph
+/// traced whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Kernel {
     /// Index of this row in `kernels[]`; the timeline refers to kernels by it.
@@ -542,6 +614,9 @@ pub struct Kernel {
     /// Bytes moved (memcpy/memset rows).
     #[serde(default)]
     pub bytes: Option<u64>,
+    /// Of `calls`, those a CUDA graph launch ran.
+    #[serde(default)]
+    pub graph_calls: u64,
     /// Indexes into `ncu[]` of the Nsight Compute results for this kernel.
     #[serde(default)]
     pub ncu: Vec<u32>,

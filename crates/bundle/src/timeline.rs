@@ -55,6 +55,15 @@ pub struct TimelineKernels {
     /// kernel itself may run after that range ended. Empty in older timelines.
     #[serde(default)]
     pub range: Vec<Option<u32>>,
+    /// The CUDA graph that ran the op (the graph's id as Nsight Systems numbers it), or `null`.
+    /// Empty when the trace holds no graph work. Graph spans of graph-level traces are rows
+    /// too, their `kernel` a `kind: "graph"` row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graph: Vec<Option<u32>>,
+    /// The op's node index within that graph (node-level Nsight Systems traces), or `null`.
+    /// Empty when no op has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graph_node: Vec<Option<u32>>,
 }
 
 /// Memcpys and memsets, sorted by start.

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 pub use passes::{run, CaptureOutput};
-pub use target::Target;
+pub use target::{Override, Target};
 
 /// Why a capture could not run at all.
 #[derive(Debug, thiserror::Error)]
@@ -284,6 +284,29 @@ pub struct CaptureOptions {
     pub overhead_repeats: u64,
     /// Where the capture's working directory is made (the runs directory).
     pub out: PathBuf,
+    /// `--set KEY=VALUE` overrides of the target file.
+    pub overrides: Vec<Override>,
+    /// How the Nsight Systems pass traces CUDA graphs.
+    pub cuda_graph_trace: GraphTraceLevel,
+}
+
+/// `nsys profile --cuda-graph-trace`: `node` records every kernel a graph launch runs (the
+/// capture's default, so stages, kernels and the timeline see inside graphs); `graph` records
+/// one span per launch, with less overhead and no kernel detail.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GraphTraceLevel {
+    #[default]
+    Node,
+    Graph,
+}
+
+impl GraphTraceLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GraphTraceLevel::Node => "node",
+            GraphTraceLevel::Graph => "graph",
+        }
+    }
 }
 
 /// What a capture will do, before it does it (`--dry-run` prints this).
@@ -327,7 +350,12 @@ const DISK_NEEDED: u64 = 2 << 30;
 /// lists the passes.
 pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     let (target, command) = match &opts.workload {
-        WorkloadSpec::Target(path) => (Some(Target::load(path)?), None),
+        WorkloadSpec::Target(path) => (Some(Target::load_with(path, &opts.overrides)?), None),
+        WorkloadSpec::Command(_) if !opts.overrides.is_empty() => {
+            return Err(CaptureError::Environment(
+                "--set overrides keys of a target file; it does not apply to --cmd".into(),
+            ))
+        }
         WorkloadSpec::Command(c) => (None, Some(c.clone())),
     };
     let python = target.as_ref().map(|t| tools::python(&t.run.python));
@@ -440,6 +468,25 @@ impl Plan {
         }
     }
 
+    /// The run's label: `qwen2.5-0.5b standard`, with the compile mode when the decode step is
+    /// compiled (`qwen2.5-0.5b standard reduce-overhead`) or `static-cache` when only the cache
+    /// changed, so a before run and an after run of one target are told apart.
+    pub fn label(&self) -> String {
+        let mut label = format!("{} {}", self.name(), self.opts.mode.as_str());
+        if let Some(t) = &self.target {
+            use target::{CompileMode, KvCache};
+            match (t.optimize.compile, t.optimize.cache) {
+                (CompileMode::None, KvCache::Static) => label.push_str(" static-cache"),
+                (CompileMode::None, KvCache::Dynamic) => {}
+                (mode, _) => {
+                    label.push(' ');
+                    label.push_str(mode.as_str());
+                }
+            }
+        }
+        label
+    }
+
     /// The plan in words, for `--dry-run`.
     pub fn describe(&self) -> String {
         let Some(t) = &self.target else {
@@ -470,6 +517,20 @@ impl Plan {
             self.opts.mode.as_str(),
             self.opts.device,
         );
+        if let Some(o) = t.optimize.describe() {
+            s.push_str(&format!(
+                "optimize {o}: the decode step is compiled and captured before the warm-up\n"
+            ));
+        }
+        if !self.opts.overrides.is_empty() {
+            let set: Vec<&str> = self
+                .opts
+                .overrides
+                .iter()
+                .map(|o| o.text.as_str())
+                .collect();
+            s.push_str(&format!("set      {}\n", set.join(", ")));
+        }
         s.push_str(&format!(
             "python   {}\n",
             match &self.python {
@@ -514,8 +575,9 @@ impl Plan {
                 .map_or("not found".to_string(), |p| p.display().to_string())
         };
         s.push_str(&format!(
-            "nsys     {}\nncu      {}\n",
+            "nsys     {} (CUDA graphs traced at {} level)\nncu      {}\n",
             tool(&self.nsys),
+            self.opts.cuda_graph_trace.as_str(),
             tool(&self.ncu)
         ));
         s.push_str(&format!(

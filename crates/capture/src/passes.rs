@@ -93,6 +93,12 @@ pub fn run(
         },
         mode: plan.opts.mode.as_str().into(),
         command: plan.command.as_ref().map(|c| c.command.clone()),
+        overrides: plan.opts.overrides.iter().map(|o| o.text.clone()).collect(),
+        cuda_graph_trace: plan
+            .passes
+            .iter()
+            .any(|p| crate::pass_kind(p) == "nsys")
+            .then(|| plan.opts.cuda_graph_trace.as_str().to_string()),
         stage_names: plan
             .command
             .as_ref()
@@ -171,6 +177,7 @@ pub fn run(
                     "cuda,nvtx".into(),
                     "--sample=none".into(),
                     "--cpuctxsw=none".into(),
+                    format!("--cuda-graph-trace={}", plan.opts.cuda_graph_trace.as_str()),
                     "--force-overwrite=true".into(),
                     "-o".into(),
                     out.join("profile").display().to_string(),
@@ -188,10 +195,14 @@ pub fn run(
                     continue;
                 };
                 stdout_to = Some(out.join("ncu_decode_raw.csv"));
+                // Kernels a CUDA graph launches are profiled one by one (ncu's node mode, said
+                // explicitly), under the NVTX range of their `cudaGraphLaunch`.
                 let mut c = vec![
                     ncu.display().to_string(),
                     "--clock-control".into(),
                     "none".into(),
+                    "--graph-profiling".into(),
+                    "node".into(),
                 ];
                 // Only kernels inside the stages: decode for a target, --stages for a command.
                 let ranges: Vec<String> = match &plan.command {
@@ -367,6 +378,7 @@ pub fn run(
     let metadata = match target {
         Some(t) => {
             let timing = timings::read_all(&raw);
+            capture.compile = timings::compile_records(&raw, &plan.passes);
             capture.baseline = timing.baseline.clone();
             capture.overhead = timing.overhead();
             let image_tokens = timings::image_tokens(&raw);
@@ -498,6 +510,10 @@ fn driver_plan(
             "images": t.inputs.images.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         },
         "stages": { "modules": t.stages.modules },
+        "optimize": {
+            "compile": t.optimize.compile.as_str(),
+            "cache": t.optimize.cache.as_str(),
+        },
         "warmup": t.run.warmup,
         "repeats": if pass == "ncu" { 1 } else { repeats },
         "device": plan.opts.device,

@@ -19,7 +19,15 @@
 //! warmup = 2
 //! repeats = 3
 //! python = "python3"
+//! [optimize]                  # optional: how the decode step runs (default: eager, dynamic)
+//! compile = "reduce-overhead" # none | default | reduce-overhead | max-autotune (torch.compile)
+//! cache = "static"            # dynamic | static (transformers' StaticCache: fixed shapes)
 //! ```
+//!
+//! Any key can be overridden from the command line (`llmprof capture --set
+//! optimize.compile=reduce-overhead --set run.repeats=5`): the overrides are applied to the
+//! TOML before it is checked, and the run records them, so one target file gives a before run
+//! and an after run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +48,135 @@ pub struct Target {
     pub stages: Stages,
     #[serde(default)]
     pub run: RunSpec,
+    #[serde(default)]
+    pub optimize: Optimize,
+}
+
+/// How the decode step runs: compiled or eager, with a static or a growing KV cache. The
+/// driver compiles and captures before the measured iterations, outside every measured range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Optimize {
+    #[serde(default)]
+    pub compile: CompileMode,
+    #[serde(default)]
+    pub cache: KvCache,
+}
+
+/// `torch.compile` mode of the decode step (`none`: eager).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompileMode {
+    #[default]
+    None,
+    Default,
+    /// CUDA graphs (CUDAGraph Trees) around the compiled step.
+    ReduceOverhead,
+    /// Autotuned kernels, with CUDA graphs.
+    MaxAutotune,
+}
+
+/// The KV cache of the decode loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KvCache {
+    /// transformers' DynamicCache: grows every step.
+    #[default]
+    Dynamic,
+    /// transformers' StaticCache: allocated once, fixed shapes, so a compiled step is one graph.
+    Static,
+}
+
+impl Optimize {
+    /// `compile=reduce-overhead cache=static`, or `None` when eager with a dynamic cache.
+    pub fn describe(&self) -> Option<String> {
+        (*self != Optimize::default()).then(|| {
+            format!(
+                "compile={} cache={}",
+                self.compile.as_str(),
+                self.cache.as_str()
+            )
+        })
+    }
+}
+
+impl CompileMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompileMode::None => "none",
+            CompileMode::Default => "default",
+            CompileMode::ReduceOverhead => "reduce-overhead",
+            CompileMode::MaxAutotune => "max-autotune",
+        }
+    }
+}
+
+impl KvCache {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvCache::Dynamic => "dynamic",
+            KvCache::Static => "static",
+        }
+    }
+}
+
+/// One `--set KEY=VALUE`: a dotted key of the target file and a TOML value (a bare word that
+/// is not valid TOML, such as `reduce-overhead`, is a string).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    pub key: Vec<String>,
+    pub value: toml::Value,
+    /// As given, for the run's record.
+    pub text: String,
+}
+
+impl Override {
+    pub fn parse(text: &str) -> Result<Override, String> {
+        let (key, value) = text.split_once('=').ok_or_else(|| {
+            format!("--set `{text}`: give KEY=VALUE, such as optimize.compile=reduce-overhead")
+        })?;
+        let key: Vec<String> = key
+            .trim()
+            .split('.')
+            .map(|k| k.trim().to_string())
+            .collect();
+        if key.iter().any(|k| k.is_empty()) {
+            return Err(format!(
+                "--set `{text}`: the key must be dotted names, such as run.repeats"
+            ));
+        }
+        let value = value.trim();
+        // A TOML value (3, true, "x", [1, 2]); anything else is taken as a string.
+        let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        Ok(Override {
+            key,
+            value: parsed,
+            text: text.trim().to_string(),
+        })
+    }
+
+    /// Sets the value in `doc`, creating tables on the way.
+    fn apply(&self, doc: &mut toml::Table) -> Result<(), String> {
+        let (last, path) = self.key.split_last().ok_or("empty key")?;
+        let mut table = doc;
+        for (i, k) in path.iter().enumerate() {
+            let entry = table
+                .entry(k.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            table = entry.as_table_mut().ok_or_else(|| {
+                format!(
+                    "--set `{}`: `{}` is a value, not a table",
+                    self.text,
+                    self.key[..=i].join(".")
+                )
+            })?;
+        }
+        table.insert(last.clone(), self.value.clone());
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,12 +266,28 @@ impl Default for RunSpec {
 impl Target {
     /// Reads and validates a target file.
     pub fn load(path: &Path) -> Result<Target, CaptureError> {
+        Target::load_with(path, &[])
+    }
+
+    /// Reads a target file, applies `--set` overrides, and validates the result.
+    pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Target, CaptureError> {
         let err = |message: String| CaptureError::Target {
             path: path.to_path_buf(),
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read ({e})")))?;
-        let mut target: Target = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        let mut doc: toml::Table = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        for o in overrides {
+            o.apply(&mut doc).map_err(&err)?;
+        }
+        let mut target: Target = doc.try_into().map_err(|e: toml::de::Error| {
+            let set: Vec<&str> = overrides.iter().map(|o| o.text.as_str()).collect();
+            if set.is_empty() {
+                err(e.to_string())
+            } else {
+                err(format!("{e} (with --set {})", set.join(" --set ")))
+            }
+        })?;
         // Relative paths in a target are relative to the target file.
         let base = path.parent().unwrap_or(Path::new("."));
         for p in [&mut target.model.path, &mut target.inputs.images]
@@ -233,6 +386,52 @@ mod tests {
             let t = Target::load(&shipped(name)).unwrap();
             assert!(t.model_config().is_some(), "{name}");
         }
+    }
+
+    #[test]
+    fn set_overrides_any_key_and_typos_are_errors() {
+        let path = shipped("qwen2.5-0.5b.toml");
+        let set = |s: &[&str]| -> Vec<Override> {
+            s.iter().map(|t| Override::parse(t).unwrap()).collect()
+        };
+        let t = Target::load_with(
+            &path,
+            &set(&[
+                "optimize.compile=reduce-overhead",
+                "optimize.cache=static",
+                "run.repeats=5",
+                "inputs.prompt_tokens = 128",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(t.optimize.compile, CompileMode::ReduceOverhead);
+        assert_eq!(t.optimize.cache, KvCache::Static);
+        assert_eq!((t.run.repeats, t.inputs.prompt_tokens), (5, 128));
+        assert_eq!(
+            t.optimize.describe().as_deref(),
+            Some("compile=reduce-overhead cache=static")
+        );
+        assert_eq!(Target::load(&path).unwrap().optimize, Optimize::default());
+        for (bad, says) in [
+            ("optimize.compil=default", "unknown field `compil`"),
+            ("optimize.compile=fast", "unknown variant `fast`"),
+            ("name.x=1", "is a value, not a table"),
+            ("run.repeats=0", "repeats must be > 0"),
+        ] {
+            let e = Target::load_with(&path, &set(&[bad]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("qwen2.5-0.5b.toml") && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
+        assert!(Override::parse("no-equals").is_err());
+        assert!(Override::parse("a..b=1").is_err());
+        assert_eq!(
+            Override::parse("model.dtype=\"float16\"").unwrap().value,
+            toml::Value::String("float16".into())
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use llmprof_bundle::{Distribution, EnvSnapshot, Overhead, StageTimings};
+use llmprof_bundle::{CompileRecord, Distribution, EnvSnapshot, Overhead, StageTimings};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -30,6 +30,68 @@ struct Iteration {
     prefill_window_ns: Option<[i64; 2]>,
     #[serde(default)]
     decode_window_ns: Option<[i64; 2]>,
+}
+
+/// The driver's record of compiling the decode step (`"optimize"` in a timing file).
+#[derive(Debug, Default, Deserialize)]
+struct OptimizeRecord {
+    #[serde(default)]
+    compile: String,
+    #[serde(default)]
+    cache: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    compile_s: Option<f64>,
+    #[serde(default)]
+    capture_s: Option<f64>,
+    #[serde(default)]
+    failed_part: Option<String>,
+    #[serde(default, rename = "where")]
+    location: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    cudagraph_skipped: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct OptimizeFile {
+    #[serde(default)]
+    optimize: Option<OptimizeRecord>,
+}
+
+/// The timing file a pass's driver writes (the ncu pass runs the driver's nsys pass).
+fn timing_file(pass: &str) -> Option<&'static str> {
+    match crate::pass_kind(pass) {
+        "baseline" => Some("baseline.json"),
+        "kineto" => Some("kineto_timing.json"),
+        "nsys" | "ncu" => Some("nsys_timing.json"),
+        _ => None,
+    }
+}
+
+/// Per pass, how the driver compiled the decode step; empty when every pass ran it eager.
+pub fn compile_records(raw: &Path, passes: &[&str]) -> Vec<CompileRecord> {
+    passes
+        .iter()
+        .filter_map(|&pass| {
+            let file = timing_file(pass)?;
+            let o = read_json::<OptimizeFile>(&raw.join(pass).join(file))?.optimize?;
+            (o.status != "eager" && !o.status.is_empty()).then(|| CompileRecord {
+                pass: pass.to_string(),
+                mode: o.compile,
+                cache: o.cache,
+                status: o.status,
+                compile_s: o.compile_s,
+                capture_s: o.capture_s,
+                failed_part: o.failed_part,
+                location: o.location,
+                error: o.error,
+                cudagraphs_skipped: o.cudagraph_skipped,
+            })
+        })
+        .collect()
 }
 
 /// The timings of every pass that wrote them.
@@ -264,6 +326,46 @@ pub fn versions_into(raw: &Path, snap: &mut EnvSnapshot) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The records the driver writes (the H100 call's `optimize` objects): an ok compile with
+    /// its graph capture, a failed one, and an eager pass, which leaves no record.
+    #[test]
+    fn compile_records_per_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        let write = |pass: &str, name: &str, optimize: serde_json::Value| {
+            std::fs::create_dir_all(raw.join(pass)).unwrap();
+            let doc = serde_json::json!({"iterations": [], "optimize": optimize});
+            std::fs::write(raw.join(pass).join(name), doc.to_string()).unwrap();
+        };
+        write(
+            "baseline",
+            "baseline.json",
+            serde_json::json!({"compile": "reduce-overhead", "cache": "static", "fullgraph": true, "compile_s": 26.7, "capture_s": 0.41, "status": "ok"}),
+        );
+        write(
+            "nsys",
+            "nsys_timing.json",
+            serde_json::json!({"compile": "reduce-overhead", "cache": "static", "status": "failed", "failed_part": "compile", "where": "modeling_x.py:12 in forward", "error": "Unsupported: data-dependent"}),
+        );
+        write(
+            "kineto",
+            "kineto_timing.json",
+            serde_json::json!({"compile": "none", "cache": "dynamic", "status": "eager"}),
+        );
+        let r = compile_records(raw, &["baseline", "flops", "kineto", "nsys", "ncu"]);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (r[0].pass.as_str(), r[0].status.as_str()),
+            ("baseline", "ok")
+        );
+        assert_eq!((r[0].compile_s, r[0].capture_s), (Some(26.7), Some(0.41)));
+        assert_eq!(
+            r[1].location.as_deref(),
+            Some("modeling_x.py:12 in forward")
+        );
+        assert_eq!(r[1].failed_part.as_deref(), Some("compile"));
+    }
 
     #[test]
     fn overhead_compares_medians() {

@@ -47,6 +47,7 @@ pub fn category_color(c: Category) -> &'static str {
         Category::ReductionNorm => "#edc948",
         Category::MemcpyMemset => "#76b7b2",
         Category::Communication => "#e15759",
+        Category::CudaGraph => "#ff9da7",
         Category::Other => "#9c9c9c",
     }
 }

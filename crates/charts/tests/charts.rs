@@ -116,6 +116,9 @@ fn stage(name: &str, wall_ns: u64, busy_ns: u64) -> Stage {
         launch_api_ns: 0,
         gpu_busy_ns: busy_ns,
         gpu_busy_pct: f64::NAN,
+        graph_launches: 0,
+        graph_kernels: 0,
+        graph_busy_ns: 0,
         instance_list: Vec::new(),
     }
 }
@@ -139,6 +142,7 @@ fn kernel(id: u32, name: &str, category: Category, total_ns: u64) -> Kernel {
         launch: None,
         launch_variants: 0,
         bytes: None,
+        graph_calls: 0,
         ncu: Vec::new(),
     }
 }

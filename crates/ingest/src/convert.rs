@@ -6,18 +6,25 @@
 //! op belongs to every range instance, on the launching thread, inside which the CUDA API call
 //! that launched it (joined on `(process, correlation)`) started. A range instance's projected
 //! GPU time spans its first attributed op's start to its last attributed op's end.
+//!
+//! CUDA graphs: a graph launch is one API call whose GPU ops share its correlation id. GPU ops
+//! are counted as `nvtx_gpu_proj_sum` counts them (distinct correlation ids of kernels,
+//! memcpys and memsets), so a graph launch is one op; graph spans of graph-level traces
+//! (`GpuOp::Graph`) count in busy time and graph launches but, as in nsys, not in the GPU ops
+//! or the projected span.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 
 use llmprof_bundle::{
-    Category, Distribution, Kernel, KernelStage, Launch, OpKind, Severity, Stage, StageInstance,
-    StageKind, Timeline, TimelineKernels, TimelineMemOps, TimelineRanges, Totals, SCHEMA_VERSION,
+    Category, Distribution, GraphTrace, Kernel, KernelStage, Launch, OpKind, Severity, Stage,
+    StageInstance, StageKind, Timeline, TimelineKernels, TimelineMemOps, TimelineRanges, Totals,
+    SCHEMA_VERSION,
 };
 
 use crate::diagnostics::Diagnostics;
 use crate::intern::Interner;
-use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
+use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use llmprof_bundle::names;
 
 /// What [`TraceConverter::finish`] produces.
@@ -54,6 +61,7 @@ struct RowAcc {
     durations: Vec<u64>,
     launches: HashMap<Launch, u64>,
     bytes: u64,
+    graph_calls: u64,
 }
 
 #[derive(Debug)]
@@ -66,6 +74,10 @@ struct OpAcc {
     row: u32,
     bytes: u64,
     launch: Option<Launch>,
+    kind: OpKind,
+    /// The graph the source placed the op in (per op; a graph launch's ops are found through
+    /// the launch too).
+    graph: Option<GraphRef>,
 }
 
 /// Builds stages, kernels, totals and the timeline from format-free records.
@@ -78,7 +90,7 @@ pub struct TraceConverter {
     launches: Vec<LaunchRecord>,
     rows: Vec<RowAcc>,
     /// Row id by name, one map per [`OpKind`].
-    row_ids: [HashMap<String, u32>; 3],
+    row_ids: [HashMap<String, u32>; 4],
     ops: Vec<OpAcc>,
     bad_ranges: u64,
     bad_range_example: Option<String>,
@@ -124,7 +136,7 @@ impl TraceConverter {
         self.launches.push(l);
     }
 
-    /// One kernel, memcpy or memset.
+    /// One kernel, memcpy, memset or whole-graph span.
     pub fn handle_gpu_op(&mut self, op: GpuOpRecord<'_>) {
         if op.end < op.start {
             self.bad_ops += 1;
@@ -141,33 +153,16 @@ impl TraceConverter {
                 bytes,
             ),
             GpuOp::Memset { bytes } => (OpKind::Memset, "[CUDA memset]".into(), None, bytes),
+            GpuOp::Graph { graph } => (OpKind::Graph, graph_row_name(graph).into(), None, 0),
         };
-        let ids = &mut self.row_ids[kind as usize];
-        let row = match ids.get(name.as_ref()) {
-            Some(&id) => id,
-            None => {
-                let id = self.rows.len() as u32;
-                let short_name = match op.op {
-                    GpuOp::Kernel {
-                        short_name: Some(s),
-                        ..
-                    } => s.to_string(),
-                    GpuOp::Kernel { .. } => names::short_name(&name),
-                    GpuOp::Memcpy { direction, .. } => format!("memcpy {direction}"),
-                    GpuOp::Memset { .. } => "memset".to_string(),
-                };
-                ids.insert(name.to_string(), id);
-                self.rows.push(RowAcc {
-                    kind,
-                    name: name.into_owned(),
-                    short_name,
-                    durations: Vec::new(),
-                    launches: HashMap::default(),
-                    bytes: 0,
-                });
-                id
-            }
+        let graph = match op.op {
+            GpuOp::Graph { graph } => Some(GraphRef {
+                graph: Some(graph),
+                node: None,
+            }),
+            _ => op.graph,
         };
+        let row = self.row_of(kind, name, &op.op);
         let acc = &mut self.rows[row as usize];
         acc.durations.push(span(op.start, op.end));
         acc.bytes += bytes;
@@ -183,7 +178,39 @@ impl TraceConverter {
             row,
             bytes,
             launch,
+            kind,
+            graph,
         });
+    }
+
+    /// The aggregation row of a GPU op name, created on first sight.
+    fn row_of(&mut self, kind: OpKind, name: Cow<'_, str>, op: &GpuOp<'_>) -> u32 {
+        let ids = &mut self.row_ids[kind as usize];
+        if let Some(&id) = ids.get(name.as_ref()) {
+            return id;
+        }
+        let id = self.rows.len() as u32;
+        let short_name = match *op {
+            GpuOp::Kernel {
+                short_name: Some(s),
+                ..
+            } => s.to_string(),
+            GpuOp::Kernel { .. } => names::short_name(&name),
+            GpuOp::Memcpy { direction, .. } => format!("memcpy {direction}"),
+            GpuOp::Memset { .. } => "memset".to_string(),
+            GpuOp::Graph { graph } => format!("graph {graph}"),
+        };
+        ids.insert(name.to_string(), id);
+        self.rows.push(RowAcc {
+            kind,
+            name: name.into_owned(),
+            short_name,
+            durations: Vec::new(),
+            launches: HashMap::default(),
+            bytes: 0,
+            graph_calls: 0,
+        });
+        id
     }
 
     /// Whether any GPU op or range was fed.
@@ -192,7 +219,45 @@ impl TraceConverter {
     }
 
     /// Attributes, aggregates and builds the timeline.
-    pub fn finish(self, diags: &mut Diagnostics) -> TraceParts {
+    pub fn finish(mut self, diags: &mut Diagnostics) -> TraceParts {
+        self.report_skipped(diags);
+        let nesting = Nesting::of(&self.ranges);
+        let attribution = Attribution::of(&self.ranges, &self.launches, &self.ops);
+        diags.note_n(
+            "gpu_op_launch_not_recorded",
+            Severity::Info,
+            attribution.launch_missing,
+            || {
+                "GPU ops whose launching CUDA API call is not in the trace; they count in the \
+                 totals and the kernel table but in no stage"
+                    .into()
+            },
+            || attribution.launch_missing_example.clone(),
+        );
+        let graph_launch = self.mark_graph_ops(&attribution);
+        let (inst, row_stage) = self.per_instance(&attribution, &graph_launch);
+
+        let stages = self.build_stages(&nesting, &inst);
+        let mut row_stages: Vec<Vec<KernelStage>> = vec![Vec::new(); self.rows.len()];
+        for ((row, stage), (calls, total_ns)) in row_stage {
+            row_stages[row as usize].push(KernelStage {
+                stage,
+                calls,
+                total_ns,
+            });
+        }
+        let (kernels, row_to_id) = self.build_kernels(row_stages);
+        let totals = self.build_totals(&attribution);
+        let timeline = self.build_timeline(&nesting, &attribution, &row_to_id);
+        TraceParts {
+            stages,
+            kernels,
+            totals,
+            timeline,
+        }
+    }
+
+    fn report_skipped(&self, diags: &mut Diagnostics) {
         if self.bad_ranges > 0 {
             let example = self.bad_range_example.clone().unwrap_or_default();
             diags.note_n(
@@ -213,44 +278,68 @@ impl TraceConverter {
                 || example,
             );
         }
+    }
 
-        let nesting = Nesting::of(&self.ranges);
-        let attribution = Attribution::of(&self.ranges, &self.launches, &self.ops);
-        diags.note_n(
-            "gpu_op_launch_not_recorded",
-            Severity::Info,
-            attribution.launch_missing,
-            || {
-                "GPU ops whose launching CUDA API call is not in the trace; they count in the \
-                 totals and the kernel table but in no stage"
-                    .into()
-            },
-            || attribution.launch_missing_example.clone(),
-        );
+    /// Marks every op a graph launch ran (its launch call is a graph launch, or the source
+    /// placed it in a graph) and counts graph calls per row; returns, per launch record, whether
+    /// it launched a graph.
+    fn mark_graph_ops(&mut self, attribution: &Attribution) -> Vec<bool> {
+        let graph_calls: std::collections::HashSet<(u64, i64)> = self
+            .launches
+            .iter()
+            .filter(|l| l.graph)
+            .map(|l| (l.process, l.correlation))
+            .collect();
+        let mut graph_launch: Vec<bool> = self.launches.iter().map(|l| l.graph).collect();
+        for (i, op) in self.ops.iter_mut().enumerate() {
+            let by_call = op
+                .correlation
+                .is_some_and(|c| graph_calls.contains(&(op.process, c)));
+            if op.graph.is_none() && by_call {
+                op.graph = Some(GraphRef {
+                    graph: None,
+                    node: None,
+                });
+            }
+            if op.graph.is_some() {
+                self.rows[op.row as usize].graph_calls += 1;
+                if let Some(l) = attribution.launch_of_op[i] {
+                    graph_launch[l as usize] = true;
+                }
+            }
+        }
+        graph_launch
+    }
 
-        // Per range instance: ops, kernel time, projected span, busy union.
+    /// Per range instance: GPU ops and the projected span as `nvtx_gpu_proj_sum` counts them,
+    /// kernels, launch calls, busy unions; per (row, stage): calls and time (a call counts once
+    /// per stage however many of its instances nest).
+    fn per_instance(
+        &self,
+        attribution: &Attribution,
+        graph_launch: &[bool],
+    ) -> (Vec<InstanceAcc>, RowStage) {
         let mut inst = vec![InstanceAcc::default(); self.ranges.len()];
-        let mut inst_intervals: Vec<(u32, i64, i64)> = Vec::new();
-        let mut row_stage: HashMap<(u32, u32), (u64, u64)> = HashMap::default();
+        let mut intervals: Vec<(u32, bool, i64, i64)> = Vec::new();
+        let mut row_stage = RowStage::default();
         let mut seen_stages: Vec<u32> = Vec::new();
         for (op_idx, op) in self.ops.iter().enumerate() {
             let containing = attribution.ranges_of(op_idx);
-            if containing.is_empty() {
-                continue;
-            }
-            let is_kernel = self.rows[op.row as usize].kind == OpKind::Kernel;
             let dur = span(op.start, op.end);
             seen_stages.clear();
             for &r in containing {
                 let a = &mut inst[r as usize];
-                a.gpu_ops += 1;
-                if is_kernel {
+                if op.kind == OpKind::Kernel {
                     a.kernel_ns += dur;
                     a.kernels += 1;
+                    a.graph_kernels += u64::from(op.graph.is_some());
                 }
-                a.gpu_start = Some(a.gpu_start.map_or(op.start, |s: i64| s.min(op.start)));
-                a.gpu_end = Some(a.gpu_end.map_or(op.end, |e: i64| e.max(op.end)));
-                inst_intervals.push((r, op.start, op.end));
+                // Nsight Systems projects kernels, memcpys and memsets, not graph spans.
+                if op.kind != OpKind::Graph {
+                    a.gpu_start = Some(a.gpu_start.map_or(op.start, |s: i64| s.min(op.start)));
+                    a.gpu_end = Some(a.gpu_end.map_or(op.end, |e: i64| e.max(op.end)));
+                }
+                intervals.push((r, op.graph.is_some(), op.start, op.end));
                 let stage = self.ranges[r as usize].stage;
                 if !seen_stages.contains(&stage) {
                     seen_stages.push(stage);
@@ -260,44 +349,48 @@ impl TraceConverter {
                 }
             }
         }
-        // Launch calls: count each once per instance, however many ops it launched (graphs).
+        self.count_launches(attribution, graph_launch, &mut inst);
+        intervals.sort_unstable();
+        for chunk in intervals.chunk_by(|a, b| a.0 == b.0) {
+            let a = &mut inst[chunk[0].0 as usize];
+            a.busy = union_len(chunk.iter().map(|&(_, _, s, e)| (s, e)));
+            a.graph_busy = union_len(chunk.iter().filter(|c| c.1).map(|&(_, _, s, e)| (s, e)));
+        }
+        (inst, row_stage)
+    }
+
+    /// Launch calls per instance, each once however many ops it ran (a launch's ops share its
+    /// ranges): all of them, the graph launches, and, as `nvtx_gpu_proj_sum`'s GPU ops, those
+    /// that ran a kernel, memcpy or memset.
+    fn count_launches(
+        &self,
+        attribution: &Attribution,
+        graph_launch: &[bool],
+        inst: &mut [InstanceAcc],
+    ) {
         let mut counted = vec![false; self.launches.len()];
+        let mut counted_op = vec![false; self.launches.len()];
         for (op_idx, launch) in attribution.launch_of_op.iter().enumerate() {
             let Some(l) = launch.map(|l| l as usize) else {
                 continue;
             };
-            if std::mem::replace(&mut counted[l], true) {
-                continue;
+            let ranges = attribution.ranges_of(op_idx);
+            if !std::mem::replace(&mut counted[l], true) {
+                let cost = span(self.launches[l].start, self.launches[l].end);
+                for &r in ranges {
+                    let a = &mut inst[r as usize];
+                    a.launches += 1;
+                    a.launch_ns += cost;
+                    a.graph_launches += u64::from(graph_launch[l]);
+                }
             }
-            let cost = span(self.launches[l].start, self.launches[l].end);
-            for &r in attribution.ranges_of(op_idx) {
-                inst[r as usize].launches += 1;
-                inst[r as usize].launch_ns += cost;
+            if self.ops[op_idx].kind != OpKind::Graph
+                && !std::mem::replace(&mut counted_op[l], true)
+            {
+                for &r in ranges {
+                    inst[r as usize].gpu_ops += 1;
+                }
             }
-        }
-        inst_intervals.sort_unstable();
-        for chunk in inst_intervals.chunk_by(|a, b| a.0 == b.0) {
-            let busy = union_len(chunk.iter().map(|&(_, s, e)| (s, e)));
-            inst[chunk[0].0 as usize].busy = busy;
-        }
-
-        let stages = self.build_stages(&nesting, &inst);
-        let mut row_stages: Vec<Vec<KernelStage>> = vec![Vec::new(); self.rows.len()];
-        for ((row, stage), (calls, total_ns)) in row_stage {
-            row_stages[row as usize].push(KernelStage {
-                stage,
-                calls,
-                total_ns,
-            });
-        }
-        let (kernels, row_to_id) = self.build_kernels(row_stages);
-        let totals = self.build_totals(&attribution);
-        let timeline = self.build_timeline(&nesting, &attribution, &row_to_id);
-        TraceParts {
-            stages,
-            kernels,
-            totals,
-            timeline,
         }
     }
 
@@ -363,6 +456,9 @@ impl TraceConverter {
                     launch_api_ns: sum(&|a| a.launch_ns),
                     gpu_busy_ns,
                     gpu_busy_pct: pct(gpu_busy_ns, wall.total_ns),
+                    graph_launches: sum(&|a| a.graph_launches),
+                    graph_kernels: sum(&|a| a.graph_kernels),
+                    graph_busy_ns: sum(&|a| a.graph_busy),
                     wall,
                     instance_list,
                 }
@@ -389,6 +485,7 @@ impl TraceConverter {
                 let category = match acc.kind {
                     OpKind::Kernel => names::category(&acc.name),
                     OpKind::Memcpy | OpKind::Memset => Category::MemcpyMemset,
+                    OpKind::Graph => Category::CudaGraph,
                 };
                 let kernel = Kernel {
                     id: 0,
@@ -407,7 +504,8 @@ impl TraceConverter {
                     by_stage,
                     launch: launches.first().map(|(l, _)| **l),
                     launch_variants: launches.len() as u32,
-                    bytes: (acc.kind != OpKind::Kernel).then_some(acc.bytes),
+                    bytes: matches!(acc.kind, OpKind::Memcpy | OpKind::Memset).then_some(acc.bytes),
+                    graph_calls: acc.graph_calls,
                     ncu: Vec::new(),
                 };
                 (i as u32, kernel)
@@ -435,12 +533,14 @@ impl TraceConverter {
 
     fn build_totals(&self, attribution: &Attribution) -> Totals {
         let mut t = Totals::default();
+        let mut graph_calls: Vec<(u64, i64)> = Vec::new();
         for op in &self.ops {
             let dur = span(op.start, op.end);
-            match self.rows[op.row as usize].kind {
+            match op.kind {
                 OpKind::Kernel => {
                     t.kernels += 1;
                     t.kernel_ns += dur;
+                    t.graph_kernels += u64::from(op.graph.is_some());
                 }
                 OpKind::Memcpy => {
                     t.memcpys += 1;
@@ -450,8 +550,25 @@ impl TraceConverter {
                     t.memsets += 1;
                     t.memset_ns += dur;
                 }
+                OpKind::Graph => {
+                    t.graphs += 1;
+                    t.graph_ns += dur;
+                }
+            }
+            if let (Some(_), Some(c)) = (op.graph, op.correlation) {
+                graph_calls.push((op.process, c));
             }
         }
+        graph_calls.sort_unstable();
+        graph_calls.dedup();
+        t.graph_launches = graph_calls.len() as u64;
+        t.graph_trace = if t.graphs > 0 {
+            Some(GraphTrace::Graph)
+        } else if self.ops.iter().any(|o| o.graph.is_some()) {
+            Some(GraphTrace::Node)
+        } else {
+            None
+        };
         let first = self.ops.iter().map(|o| o.start).min();
         let last = self.ops.iter().map(|o| o.end).max();
         if let (Some(f), Some(l)) = (first, last) {
@@ -509,6 +626,10 @@ impl TraceConverter {
         for (pos, &r) in nesting.order.iter().enumerate() {
             range_pos[r] = pos as u32;
         }
+        let graph_ids = self
+            .ops
+            .iter()
+            .any(|o| o.graph.is_some_and(|g| g.graph.is_some()));
         for i in order {
             let op = &self.ops[i];
             let innermost = attribution.innermost(i);
@@ -516,7 +637,11 @@ impl TraceConverter {
             let rel = span(t0, op.start);
             let dur = span(op.start, op.end);
             let id = row_to_id[op.row as usize];
-            if self.rows[op.row as usize].kind == OpKind::Kernel {
+            if matches!(op.kind, OpKind::Kernel | OpKind::Graph) {
+                if graph_ids {
+                    kernels.graph.push(op.graph.and_then(|g| g.graph));
+                    kernels.graph_node.push(op.graph.and_then(|g| g.node));
+                }
                 kernels.start.push(rel);
                 kernels.dur.push(dur);
                 kernels.stream.push(stream_idx(op.stream));
@@ -562,16 +687,22 @@ impl TraceConverter {
     }
 }
 
+/// Per (kernel row, stage): calls and total time.
+type RowStage = HashMap<(u32, u32), (u64, u64)>;
+
 #[derive(Debug, Clone, Default)]
 struct InstanceAcc {
     gpu_ops: u64,
     launches: u64,
     launch_ns: u64,
+    graph_launches: u64,
     kernels: u64,
+    graph_kernels: u64,
     kernel_ns: u64,
     gpu_start: Option<i64>,
     gpu_end: Option<i64>,
     busy: u64,
+    graph_busy: u64,
 }
 
 /// Range order, nesting depth and enclosing range per thread.
@@ -720,6 +851,11 @@ impl Attribution {
     }
 }
 
+/// The `kernels[]` name of a graph traced whole.
+fn graph_row_name(graph: u32) -> String {
+    format!("CUDA graph {graph}")
+}
+
 /// `end - start` in ns, 0 when negative, without overflow for any pair of i64 timestamps.
 pub(crate) fn span(start: i64, end: i64) -> u64 {
     (end as i128 - start as i128).clamp(0, u64::MAX as i128) as u64
@@ -784,6 +920,18 @@ mod tests {
                 short_name: None,
                 launch: None,
             },
+            graph: None,
+        }
+    }
+
+    fn launch(thread: u64, start: i64, correlation: i64, graph: bool) -> LaunchRecord {
+        LaunchRecord {
+            process: 1,
+            thread,
+            start,
+            end: start + 1,
+            correlation,
+            graph,
         }
     }
 
@@ -799,6 +947,7 @@ mod tests {
             start: 15,
             end: 16,
             correlation: 1,
+            graph: false,
         });
         c.handle_gpu_op(kernel(1, 500, 510));
         // Launched inside `outer` only.
@@ -808,6 +957,7 @@ mod tests {
             start: 50,
             end: 52,
             correlation: 2,
+            graph: false,
         });
         c.handle_gpu_op(kernel(2, 520, 540));
         // Launched on another thread: attributed to nothing.
@@ -817,6 +967,7 @@ mod tests {
             start: 50,
             end: 51,
             correlation: 3,
+            graph: false,
         });
         c.handle_gpu_op(kernel(3, 600, 601));
         let mut d = Diagnostics::new(Source::Nsys, "x");
@@ -837,6 +988,84 @@ mod tests {
         assert_eq!(p.timeline.kernels.stage, vec![Some(1), Some(0), None]);
         assert_eq!(p.kernels[0].by_stage.len(), 2);
         assert!(d.is_empty());
+    }
+
+    /// One decode range: a plain kernel (correlation 1) and a graph launch (correlation 2)
+    /// whose three kernels share its correlation id, as nsys records them at node level.
+    #[test]
+    fn node_level_graph_launch_is_one_gpu_op_and_keeps_its_kernels() {
+        let mut c = TraceConverter::new();
+        c.handle_range(range(10, "decode", 0, 100));
+        c.handle_launch(launch(10, 10, 1, false));
+        c.handle_launch(launch(10, 20, 2, true));
+        c.handle_gpu_op(kernel(1, 200, 210));
+        for (i, start) in [300, 320, 340].into_iter().enumerate() {
+            let mut k = kernel(2, start, start + 10);
+            k.graph = Some(GraphRef {
+                graph: Some(4),
+                node: Some(i as u32),
+            });
+            c.handle_gpu_op(k);
+        }
+        let mut d = Diagnostics::new(Source::Nsys, "x");
+        let p = c.finish(&mut d);
+        let s = &p.stages[0];
+        assert_eq!((s.gpu_ops, s.kernels, s.graph_kernels), (2, 4, 3));
+        assert_eq!((s.launches, s.graph_launches), (2, 1));
+        assert_eq!(
+            (s.gpu_busy_ns, s.graph_busy_ns, s.gpu_proj_ns),
+            (40, 30, 150)
+        );
+        assert_eq!(p.totals.graph_trace, Some(GraphTrace::Node));
+        assert_eq!((p.totals.graph_kernels, p.totals.graph_launches), (3, 1));
+        assert_eq!(p.kernels[0].graph_calls, 3);
+        assert_eq!(
+            p.timeline.kernels.graph,
+            vec![None, Some(4), Some(4), Some(4)]
+        );
+        assert_eq!(
+            p.timeline.kernels.graph_node,
+            vec![None, Some(0), Some(1), Some(2)]
+        );
+    }
+
+    /// Graph level: the launch is one span; like `nvtx_gpu_proj_sum`, it is no GPU op and not
+    /// in the projection, but it is busy time, a graph launch, and a timeline row.
+    #[test]
+    fn graph_level_span_counts_in_busy_not_in_nvidia_gpu_ops() {
+        let mut c = TraceConverter::new();
+        c.handle_range(range(10, "decode", 0, 100));
+        c.handle_launch(launch(10, 10, 1, false));
+        c.handle_launch(launch(10, 20, 2, true));
+        c.handle_gpu_op(kernel(1, 200, 210));
+        c.handle_gpu_op(GpuOpRecord {
+            process: 1,
+            correlation: Some(2),
+            stream: 7,
+            start: 300,
+            end: 400,
+            op: GpuOp::Graph { graph: 4 },
+            graph: None,
+        });
+        let mut d = Diagnostics::new(Source::Nsys, "x");
+        let p = c.finish(&mut d);
+        let s = &p.stages[0];
+        assert_eq!((s.gpu_ops, s.kernels, s.graph_launches), (1, 1, 1));
+        assert_eq!(
+            (s.gpu_proj_ns, s.gpu_busy_ns, s.graph_busy_ns),
+            (10, 110, 100)
+        );
+        assert_eq!(p.totals.graph_trace, Some(GraphTrace::Graph));
+        assert_eq!(
+            (p.totals.graphs, p.totals.graph_ns, p.totals.kernels),
+            (1, 100, 1)
+        );
+        let g = p.kernels.iter().find(|k| k.kind == OpKind::Graph).unwrap();
+        assert_eq!(
+            (g.name.as_str(), g.category),
+            ("CUDA graph 4", Category::CudaGraph)
+        );
+        assert_eq!(p.timeline.kernels.kernel.len(), 2);
     }
 
     #[test]

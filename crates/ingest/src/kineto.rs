@@ -29,7 +29,7 @@ use crate::error::{what::KINETO, IngestError};
 use crate::input;
 use crate::intern::Interner;
 use crate::nsys::cuda_version;
-use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
+use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use crate::SourceFacts;
 
 /// One trace is one process as far as correlation ids go.
@@ -352,6 +352,9 @@ struct RawArgs {
     block: Dims,
     registers: Int,
     bytes: Int,
+    /// `graph id` / `graph node id`, which some PyTorch versions give graph-replayed kernels.
+    graph_id: Int,
+    graph_node: Int,
 }
 
 impl<'de> Deserialize<'de> for RawArgs {
@@ -390,6 +393,8 @@ impl<'de> DeserializeSeed<'de> for ArgsSeed {
                         b"block" => a.block = map.next_value()?,
                         b"registers per thread" => a.registers = map.next_value()?,
                         b"bytes" => a.bytes = map.next_value()?,
+                        b"graph id" => a.graph_id = map.next_value()?,
+                        b"graph node id" => a.graph_node = map.next_value()?,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -987,6 +992,7 @@ impl<'c, 'd> Sink<'c, 'd> {
                         start,
                         end,
                         correlation,
+                        graph: LaunchRecord::is_graph_launch(name),
                     });
                 }
             }
@@ -1038,6 +1044,12 @@ impl<'c, 'd> Sink<'c, 'd> {
             },
             _ => GpuOp::Memset { bytes },
         };
+        // A graph-replayed kernel is found through its `cudaGraphLaunch` (same correlation);
+        // ids only where the trace gives them.
+        let graph = args.graph_id.u64().filter(|&g| g != 0).map(|g| GraphRef {
+            graph: u32::try_from(g).ok(),
+            node: args.graph_node.u64().and_then(|n| u32::try_from(n).ok()),
+        });
         conv.handle_gpu_op(GpuOpRecord {
             process: PROCESS,
             correlation,
@@ -1046,6 +1058,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             start,
             end,
             op,
+            graph,
         });
     }
 }
@@ -1537,8 +1550,13 @@ mod quirk_tests {
             &g("1200.0"),
             &g("1202.0"),
         ]);
-        assert_eq!(p.stages[0].gpu_ops, 2);
-        assert_eq!(p.stages[0].gpu_proj_ns, 3_000);
+        let s = &p.stages[0];
+        // One graph launch is one GPU op (as nvtx_gpu_proj_sum counts), running two kernels.
+        assert_eq!((s.gpu_ops, s.kernels, s.graph_kernels), (1, 2, 2));
+        assert_eq!((s.launches, s.graph_launches), (1, 1));
+        assert_eq!(s.gpu_proj_ns, 3_000);
+        assert_eq!(p.timeline.kernels.graph, vec![Some(1), Some(1)]);
+        assert_eq!(p.timeline.kernels.graph_node, vec![Some(3), Some(3)]);
     }
 
     #[test]

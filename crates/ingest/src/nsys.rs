@@ -16,7 +16,7 @@ use crate::convert::TraceConverter;
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::NSYS, IngestError};
 use crate::input;
-use crate::records::{GpuOp, GpuOpRecord, LaunchRecord, RangeRecord};
+use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use crate::SourceFacts;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -142,9 +142,11 @@ impl Export<'_> {
         }
         let strings = self.strings()?;
         self.read_ranges(&strings, conv, diags)?;
-        self.read_launches(conv)?;
-        let device_id = self.read_kernels(&strings, conv, diags)?;
-        self.read_memops(conv, diags)?;
+        self.read_launches(&strings, conv)?;
+        let nodes = self.graph_nodes();
+        let device_id = self.read_kernels(&strings, &nodes, conv, diags)?;
+        self.read_memops(&nodes, conv, diags)?;
+        self.read_graph_spans(conv, diags)?;
         if !self.has(KERNEL) {
             diags.note(
                 "nsys.no_kernel_table",
@@ -324,15 +326,29 @@ impl Export<'_> {
         Ok(())
     }
 
-    fn read_launches(&self, conv: &mut TraceConverter) -> Result<(), IngestError> {
+    fn read_launches(
+        &self,
+        strings: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+    ) -> Result<(), IngestError> {
+        let graph_names: HashSet<i64> = strings
+            .iter()
+            .filter(|(_, v)| LaunchRecord::is_graph_launch(v))
+            .map(|(&id, _)| id)
+            .collect();
         for table in ["CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"] {
             if !self.has(table) {
                 continue;
             }
+            let name = if self.columns(table).contains("nameId") {
+                "nameId"
+            } else {
+                "NULL"
+            };
             let mut stmt = self
                 .conn
                 .prepare(&format!(
-                    "SELECT start, globalTid, correlationId, end FROM {table} \
+                    "SELECT start, globalTid, correlationId, end, {name} FROM {table} \
                      WHERE correlationId IS NOT NULL"
                 ))
                 .map_err(|e| sql_err(self.path, table, e))?;
@@ -346,15 +362,97 @@ impl Export<'_> {
                 };
                 let tid = tid as u64;
                 let end: Option<i64> = r.get(3).map_err(err)?;
+                let name: Option<i64> = r.get(4).map_err(err)?;
                 conv.handle_launch(LaunchRecord {
                     process: tid & !TID_BITS,
                     thread: tid,
                     start,
                     end: end.unwrap_or(start),
                     correlation: r.get(2).map_err(err)?,
+                    graph: name.is_some_and(|n| graph_names.contains(&n)),
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Executable-graph node id -> the node id in the captured graph it was instantiated
+    /// from (`CUDA_GRAPH_NODE_EVENTS`, node-level traces), so kernels name the graph
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` calls `graphId`. Empty when the export lacks it.
+    fn graph_nodes(&self) -> GraphNodes {
+        const TABLE: &str = "CUDA_GRAPH_NODE_EVENTS";
+        if !self.has(TABLE) || !self.columns(TABLE).contains("originalGraphNodeId") {
+            return GraphNodes::default();
+        }
+        let Ok(mut stmt) = self.conn.prepare(&format!(
+            "SELECT graphNodeId, originalGraphNodeId FROM {TABLE} \
+             WHERE graphNodeId IS NOT NULL AND originalGraphNodeId IS NOT NULL"
+        )) else {
+            return GraphNodes::default();
+        };
+        let map = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .and_then(|rows| rows.collect())
+            .unwrap_or_default();
+        GraphNodes(map)
+    }
+
+    /// Graph launches traced whole (`--cuda-graph-trace=graph`): one GPU op per launch.
+    fn read_graph_spans(
+        &self,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<(), IngestError> {
+        const GRAPHS: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
+        if !self.has(GRAPHS) {
+            return Ok(());
+        }
+        let id = if self.columns(GRAPHS).contains("graphId") {
+            "graphId"
+        } else {
+            "NULL"
+        };
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT start, end, streamId, correlationId, globalPid, {id} FROM {GRAPHS}"
+            ))
+            .map_err(|e| sql_err(self.path, GRAPHS, e))?;
+        let err = |e| sql_err(self.path, GRAPHS, e);
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut spans = 0u64;
+        while let Some(r) = rows.next().map_err(err)? {
+            let Some(t) = op_times(r).map_err(err)? else {
+                note_untimed(diags, GRAPHS);
+                continue;
+            };
+            let graph = r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0);
+            spans += 1;
+            conv.handle_gpu_op(GpuOpRecord {
+                process: t.process,
+                correlation: t.correlation,
+                stream: t.stream,
+                start: t.start,
+                end: t.end,
+                op: GpuOp::Graph {
+                    graph: u32::try_from(graph).unwrap_or(u32::MAX),
+                },
+                graph: None,
+            });
+        }
+        diags.note_n(
+            "nsys.graphs_traced_whole",
+            Severity::Warning,
+            spans,
+            || {
+                "CUDA graph launches were traced whole (`nsys profile --cuda-graph-trace=graph`, \
+                 nsys's default): each is one span in GPU busy time and the timeline, and the \
+                 kernels inside are not in the kernel table; profile with \
+                 `--cuda-graph-trace=node` (llmprof capture's default) to see them"
+                    .into()
+            },
+            String::new,
+        );
         Ok(())
     }
 
@@ -362,6 +460,7 @@ impl Export<'_> {
     fn read_kernels(
         &self,
         strings: &HashMap<i64, String>,
+        nodes: &GraphNodes,
         conv: &mut TraceConverter,
         diags: &mut Diagnostics,
     ) -> Result<Option<i64>, IngestError> {
@@ -378,7 +477,7 @@ impl Export<'_> {
             }
         };
         let sql = format!(
-            "SELECT start, end, streamId, correlationId, globalPid, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {KERNEL}",
+            "SELECT start, end, streamId, correlationId, globalPid, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {KERNEL}",
             col("demangledName"),
             col("shortName"),
             col("mangledName"),
@@ -390,6 +489,7 @@ impl Export<'_> {
             col("blockZ"),
             col("registersPerThread"),
             col("deviceId"),
+            col("graphNodeId"),
         );
         let mut stmt = self
             .conn
@@ -446,6 +546,7 @@ impl Export<'_> {
                     short_name: short,
                     launch,
                 },
+                graph: nodes.graph_of(r.get(16).map_err(err)?),
             });
         }
         if devices.len() > 1 {
@@ -466,17 +567,26 @@ impl Export<'_> {
 
     fn read_memops(
         &self,
+        nodes: &GraphNodes,
         conv: &mut TraceConverter,
         diags: &mut Diagnostics,
     ) -> Result<(), IngestError> {
         const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
         const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+        let node = |table: &str| {
+            if self.columns(table).contains("graphNodeId") {
+                "graphNodeId"
+            } else {
+                "NULL"
+            }
+        };
         if self.has(MEMCPY) {
             let directions = self.enum_labels("ENUM_CUDA_MEMCPY_OPER");
             let mut stmt = self
                 .conn
                 .prepare(&format!(
-                    "SELECT start, end, streamId, correlationId, globalPid, bytes, copyKind FROM {MEMCPY}"
+                    "SELECT start, end, streamId, correlationId, globalPid, bytes, copyKind, {} FROM {MEMCPY}",
+                    node(MEMCPY)
                 ))
                 .map_err(|e| sql_err(self.path, MEMCPY, e))?;
             let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, MEMCPY, e))?;
@@ -501,6 +611,7 @@ impl Export<'_> {
                         direction,
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
                     },
+                    graph: nodes.graph_of(r.get(7).map_err(err)?),
                 });
             }
         }
@@ -508,7 +619,8 @@ impl Export<'_> {
             let mut stmt = self
                 .conn
                 .prepare(&format!(
-                    "SELECT start, end, streamId, correlationId, globalPid, bytes FROM {MEMSET}"
+                    "SELECT start, end, streamId, correlationId, globalPid, bytes, {} FROM {MEMSET}",
+                    node(MEMSET)
                 ))
                 .map_err(|e| sql_err(self.path, MEMSET, e))?;
             let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, MEMSET, e))?;
@@ -527,6 +639,7 @@ impl Export<'_> {
                     op: GpuOp::Memset {
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
                     },
+                    graph: nodes.graph_of(r.get(6).map_err(err)?),
                 });
             }
         }
@@ -683,6 +796,24 @@ impl Export<'_> {
             l2_cache_bytes: num(10),
             bus_location: text(11),
             sources: vec![Source::Nsys],
+        })
+    }
+}
+
+/// CUPTI graph node ids: the graph's id in the upper 32 bits, the node's index in the lower
+/// (observed in Nsight Systems 2025.3 exports), with executable-graph nodes mapped to the
+/// captured graph's nodes where the export records the mapping.
+#[derive(Debug, Default)]
+struct GraphNodes(HashMap<i64, i64>);
+
+impl GraphNodes {
+    /// Where a GPU op with this `graphNodeId` ran; `None` outside graphs (NULL or 0).
+    fn graph_of(&self, node: Option<i64>) -> Option<GraphRef> {
+        let node = node.filter(|&n| n != 0)?;
+        let id = *self.0.get(&node).unwrap_or(&node) as u64;
+        Some(GraphRef {
+            graph: u32::try_from(id >> 32).ok(),
+            node: Some((id & 0xFFFF_FFFF) as u32),
         })
     }
 }

@@ -29,6 +29,26 @@ pub struct LaunchRecord {
     pub start: i64,
     pub end: i64,
     pub correlation: i64,
+    /// The call launches a CUDA graph (`cudaGraphLaunch`, `cuGraphLaunch`): every GPU op it
+    /// ran belongs to the graph.
+    pub graph: bool,
+}
+
+impl LaunchRecord {
+    /// Whether a CUDA API function name (as nsys or the PyTorch profiler print it,
+    /// `cudaGraphLaunch_v10000`, `cuGraphLaunch_ptsz`) launches a graph.
+    pub fn is_graph_launch(api_name: &str) -> bool {
+        api_name.contains("GraphLaunch")
+    }
+}
+
+/// Where a GPU op sits in a CUDA graph, as far as the source says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphRef {
+    /// The graph's id (Nsight Systems' numbering), when known.
+    pub graph: Option<u32>,
+    /// The op's node index within the graph, when known.
+    pub node: Option<u32>,
 }
 
 /// What a GPU op did.
@@ -49,6 +69,11 @@ pub enum GpuOp<'a> {
     Memset {
         bytes: u64,
     },
+    /// A CUDA graph launch traced whole (Nsight Systems' `--cuda-graph-trace=graph`): one span
+    /// for all the work of the launch.
+    Graph {
+        graph: u32,
+    },
 }
 
 /// A kernel, memcpy or memset executed on the GPU.
@@ -61,4 +86,6 @@ pub struct GpuOpRecord<'a> {
     pub start: i64,
     pub end: i64,
     pub op: GpuOp<'a>,
+    /// The graph the op ran in, when the source says so per op (node-level nsys traces).
+    pub graph: Option<GraphRef>,
 }

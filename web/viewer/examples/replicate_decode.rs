@@ -68,6 +68,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     k.kernel.truncate(k0);
     k.stage.truncate(k0);
     k.launch.truncate(k0.min(k.launch.len()));
+    k.graph.truncate(k0.min(k.graph.len()));
+    k.graph_node.truncate(k0.min(k.graph_node.len()));
     for v in [&mut m.start, &mut m.dur, &mut m.bytes] {
         v.truncate(m0);
     }
@@ -83,6 +85,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     rr.stage = keep.iter().map(|&i| r.stage[i]).collect();
     rr.depth = keep.iter().map(|&i| r.depth[i]).collect();
     let has_launch = tl.kernels.launch.len() == tl.kernels.start.len();
+    let has_graph = tl.kernels.graph.len() == tl.kernels.start.len();
+    let has_node = tl.kernels.graph_node.len() == tl.kernels.start.len();
     for c in 0..copies as u64 {
         let shift = c * period;
         for i in k0..k1 {
@@ -93,6 +97,12 @@ fn main() -> Result<(), Box<dyn Error>> {
             k.stage.push(tl.kernels.stage[i]);
             if has_launch {
                 k.launch.push(tl.kernels.launch[i]);
+            }
+            if has_graph {
+                k.graph.push(tl.kernels.graph[i]);
+            }
+            if has_node {
+                k.graph_node.push(tl.kernels.graph_node[i]);
             }
         }
         for i in m0..m1 {

@@ -41,6 +41,13 @@ pub fn describe(run: &Run, t: Target) -> Vec<(String, String)> {
                     }
                     None => out.push(("In stage".into(), "outside every stage".into())),
                 }
+                if let Some(&Some(g)) = tl.kernels.graph.get(i as usize) {
+                    let node = match tl.kernels.graph_node.get(i as usize) {
+                        Some(&Some(n)) => format!(", node {n}"),
+                        _ => String::new(),
+                    };
+                    out.push(("CUDA graph".into(), format!("{g}{node}")));
+                }
                 if let Some(l) = run.launch_of(i) {
                     out.push((
                         "Grid / block".into(),

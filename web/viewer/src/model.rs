@@ -237,11 +237,14 @@ fn check_columns(t: &Timeline) -> Result<(), LoadError> {
     let n = k.start.len();
     let launch_ok =
         (k.launch.is_empty() || k.launch.len() == n) && (k.range.is_empty() || k.range.len() == n);
+    let graph_ok = (k.graph.is_empty() || k.graph.len() == n)
+        && (k.graph_node.is_empty() || k.graph_node.len() == n);
     if k.dur.len() != n
         || k.stream.len() != n
         || k.kernel.len() != n
         || k.stage.len() != n
         || !launch_ok
+        || !graph_ok
     {
         return Err(LoadError(
             "timeline.json: the kernel columns have different lengths".into(),

@@ -49,9 +49,17 @@ EXIT_CRASH = 3
 
 PASSES = ("baseline", "kineto", "nsys", "flops", "calibrate")
 DTYPES = ("bfloat16", "float16", "float32")
+# torch.compile modes of the decode step ("none": eager); reduce-overhead and max-autotune replay
+# the step as a CUDA graph.
+COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
+# The KV cache: Hugging Face's DynamicCache (grows each step) or StaticCache (fixed shapes, so a
+# compiled decode step is one graph).
+CACHES = ("dynamic", "static")
 STAGE_PREFILL = "prefill"
 STAGE_DECODE = "decode"
 WARMUP_PREFIX = "warmup_"
+# The ranges of Runner.prepare (always warm-up: warmup_compile, ...).
+PREPARE_STAGES = ("compile", "graph_capture", "compiled_warmup")
 FLOPS_SOURCE = "torch.utils.flop_counter.FlopCounterMode"
 CUDA_MISSING = "CUDA is not available: capture needs an NVIDIA GPU"
 # Test mode only: run on the CPU (no CUDA, no NVTX meaning), so the driver's logic can be tested
@@ -83,11 +91,12 @@ class Plan:
 
     TOP_KEYS = {
         "pass", "out_dir", "model", "inputs", "stages", "warmup", "repeats", "device",
-        "warmup_decode_steps", "sync_each_step",
+        "warmup_decode_steps", "sync_each_step", "optimize",
     }
     MODEL_KEYS = {"config", "path", "dtype", "attn_implementation"}
     INPUT_KEYS = {"prompt_tokens", "max_new_tokens", "batch_size", "seed", "images"}
     STAGE_KEYS = {"modules"}
+    OPTIMIZE_KEYS = {"compile", "cache"}
 
     def __init__(self, raw):
         if not isinstance(raw, dict):
@@ -148,11 +157,12 @@ class Plan:
         _unknown(stages, self.STAGE_KEYS, "plan.stages")
         modules = _opt(stages, "modules", dict, "plan.stages", {}) or {}
         self.modules = {}
-        reserved = {STAGE_PREFILL, STAGE_DECODE}
+        reserved = {STAGE_PREFILL, STAGE_DECODE, *PREPARE_STAGES}
         for name, path in modules.items():
             if not name or name in reserved or name.startswith(WARMUP_PREFIX):
                 raise PlanError(f"plan.stages.modules: {name!r} cannot name a sub-stage (empty, "
-                                f"`prefill`, `decode` and `{WARMUP_PREFIX}*` are taken)")
+                                f"`prefill`, `decode`, {', '.join(PREPARE_STAGES)} and "
+                                f"`{WARMUP_PREFIX}*` are taken)")
             if not isinstance(path, str) or not path:
                 raise PlanError(f"plan.stages.modules.{name} must be a module path such as "
                                 "\"model.vision_tower.sam_encoder\"")
@@ -164,6 +174,17 @@ class Plan:
         self.warmup_decode_steps = _int(raw, "warmup_decode_steps", "plan",
                                         self.max_new_tokens, 0)
         self.sync_each_step = _opt(raw, "sync_each_step", bool, "plan", False)
+
+        optimize = _opt(raw, "optimize", dict, "plan", {}) or {}
+        _unknown(optimize, self.OPTIMIZE_KEYS, "plan.optimize")
+        self.compile = _opt(optimize, "compile", str, "plan.optimize", "none")
+        if self.compile not in COMPILE_MODES:
+            raise PlanError(f"plan.optimize.compile must be one of {', '.join(COMPILE_MODES)}, "
+                            f"not {self.compile!r}")
+        self.cache = _opt(optimize, "cache", str, "plan.optimize", "dynamic")
+        if self.cache not in CACHES:
+            raise PlanError(f"plan.optimize.cache must be one of {', '.join(CACHES)}, "
+                            f"not {self.cache!r}")
 
 
 def _type_name(t):
@@ -498,18 +519,20 @@ class Runner:
         with sync_each_step). `record` (a dict) is filled as the iteration goes, so a crash
         leaves what was measured. Each stage's window is also recorded on the wall clock
         (WINDOW_CLOCK), the clock of llmprof's NVML sampler, so power samples can be integrated
-        over it."""
+        over it. A static cache is reset before the prefill, outside its window."""
         torch = self.torch
         now = time.perf_counter_ns
         wall = time.time_ns
         rec = {} if record is None else record
         sync_each = self.plan.sync_each_step
+        dec = self.decoder
         with torch.no_grad():
+            dec.reset()
             w0 = wall()
             t0 = now()
             with self.stage(STAGE_PREFILL):
                 out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
-                                 **self.logits_kw)
+                                 **self.logits_kw, **dec.prefill_kwargs())
                 tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
             t1 = now()
             w1 = wall()
@@ -523,11 +546,10 @@ class Runner:
             if decode_steps > 0:
                 start = t1  # so the steps add up to decode_ns exactly
                 with self.stage(STAGE_DECODE):
-                    for _ in range(decode_steps):
-                        out = self.model(input_ids=tok, past_key_values=cache, use_cache=True)
-                        cache = out.past_key_values
-                        tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
-                        del out
+                    for i in range(decode_steps):
+                        logits, cache = dec.step(tok, cache, i)
+                        tok = logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                        del logits
                         if sync_each:
                             self.sync()
                         t = now()
@@ -545,6 +567,189 @@ class Runner:
             rec["total_ns"] = t2 - t0
         del cache
         return rec
+
+    def prepare(self):
+        """Compiles and captures the decode step (plan.optimize) before the first iteration,
+        under warmup_compile / warmup_graph_capture ranges, so no measured range holds it.
+        Returns the optimize record (also when compiling failed: the run goes on eager)."""
+        self.warm = True
+        try:
+            return self.decoder.prepare(self)
+        finally:
+            self.warm = False
+
+
+class Decoder:
+    """How a decode step runs (plan.optimize): the model's own growing DynamicCache, or a
+    StaticCache built once and reset before each iteration (fixed shapes); the step is the
+    model's forward, eager or torch.compile'd. Compiled modes reduce-overhead and max-autotune
+    replay the step as a CUDA graph (CUDAGraph Trees: the first call compiles, the second
+    records the graph, later calls replay it)."""
+
+    GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+    def __init__(self, torch, model, plan, device, seq_len, decode_steps):
+        self.torch = torch
+        self.model = model
+        self.plan = plan
+        self.seq_len = seq_len
+        self.static = plan.cache == "static"
+        self.fn = model.forward
+        self.graphs = False
+        self.cache = None
+        if self.static:
+            from transformers import StaticCache
+            # Room for the prompt, every decode step, and the steps prepare() primes with.
+            self.max_len = seq_len + decode_steps + PREPARE_STEPS + 1
+            self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
+            self.positions = torch.arange(self.max_len, device=device, dtype=torch.long)
+
+    def reset(self):
+        if self.cache is not None:
+            self.cache.reset()
+
+    def prefill_kwargs(self):
+        if not self.static:
+            return {}
+        return {"past_key_values": self.cache, "cache_position": self.positions[:self.seq_len]}
+
+    def step(self, tok, cache, i):
+        """Decode step i (0-based) after the prefill: returns (logits, cache)."""
+        if self.static:
+            p = self.seq_len + i
+            kw = {"past_key_values": self.cache, "cache_position": self.positions[p:p + 1]}
+        else:
+            kw = {"past_key_values": cache}
+        if self.graphs:
+            # Each call is a new step: the previous replay's outputs may be overwritten.
+            self.torch.compiler.cudagraph_mark_step_begin()
+        out = self.fn(input_ids=tok, use_cache=True, **kw)
+        return out.logits, (self.cache if self.static else out.past_key_values)
+
+    def prepare(self, runner):
+        plan, torch = self.plan, self.torch
+        rec = {"compile": plan.compile, "cache": plan.cache}
+        if plan.compile == "none":
+            rec["status"] = "eager"
+            return rec
+        if cpu_test_mode() and plan.compile in self.GRAPH_MODES:
+            rec["note"] = "CPU test mode: no CUDA graphs"
+        rec["fullgraph"] = True
+        fn = torch.compile(self.model.forward, mode=plan.compile, fullgraph=True)
+        eager_fn, self.fn = self.fn, fn
+        self.graphs = plan.compile in self.GRAPH_MODES and not cpu_test_mode()
+        skipped = CudagraphSkips(torch, rec)
+        part = "compile"
+        try:
+            with torch.no_grad(), skipped:
+                self.reset()
+                out = self.model(**runner.workload.prefill_kwargs(), use_cache=True,
+                                 **runner.logits_kw, **self.prefill_kwargs())
+                tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                cache = out.past_key_values
+                del out
+                t0 = time.perf_counter()
+                with runner.stage(PREPARE_STAGES[0]):
+                    logits, cache = self.step(tok, cache, 0)
+                    tok = logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                rec["compile_s"] = round(time.perf_counter() - t0, 3)
+                part = "graph capture" if self.graphs else "second compiled call"
+                t0 = time.perf_counter()
+                with runner.stage(PREPARE_STAGES[1] if self.graphs else PREPARE_STAGES[2]):
+                    for i in range(1, PREPARE_STEPS):
+                        logits, cache = self.step(tok, cache, i)
+                        tok = logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                key = "capture_s" if self.graphs else "warm_calls_s"
+                rec[key] = round(time.perf_counter() - t0, 3)
+                del logits, cache
+            rec["status"] = "ok"
+        except Exception as e:  # noqa: BLE001 - any compile failure: record it, run eager
+            self.fn, self.graphs = eager_fn, False
+            rec["status"] = "failed"
+            rec["failed_part"] = part
+            rec["error"] = f"{type(e).__name__}: {e}".strip()[:4000]
+            rec["where"] = failure_site(e)
+            log(f"torch.compile({plan.compile}) failed in {part} at {rec['where']}: "
+                f"{rec['error'].splitlines()[0][:300]}; measuring the eager step instead")
+            try:
+                torch._dynamo.reset()
+            except Exception:  # noqa: BLE001
+                pass
+            runner.sync()
+        return rec
+
+
+# Decode steps prepare() runs: the compiling call, then the CUDA graph's recording and first
+# replay (CUDAGraph Trees record on the second call).
+PREPARE_STEPS = 3
+
+
+class CudagraphSkips:
+    """Whether Inductor skipped CUDA graphs while compiling ("skipping cudagraphs due to ..."):
+    the step then runs compiled but without a graph, which the run must say. Read from
+    Inductor's `cudagraph_skips` counter, with the reason from its perf-hint log where that
+    logger emits."""
+
+    def __init__(self, torch, rec):
+        import logging
+        self.torch = torch
+        self.rec = rec
+        self.logging = logging
+        self.messages = []
+        self.before = self._count()
+
+    def _count(self):
+        try:
+            from torch._dynamo.utils import counters
+            return int(counters["inductor"]["cudagraph_skips"])
+        except Exception:  # noqa: BLE001 - the counter is internal: absent means unknown
+            return None
+
+    def __enter__(self):
+        messages = self.messages
+
+        class Handler(self.logging.Handler):
+            def emit(self, record):
+                try:
+                    msg = record.getMessage()
+                except Exception:  # noqa: BLE001
+                    return
+                if "skipping cudagraphs" in msg and len(messages) < 10:
+                    messages.append(msg[:500])
+
+        self.handler = Handler()
+        self.loggers = [self.logging.getLogger(n) for n in
+                        ("torch._inductor", "torch._inductor.cudagraph_utils.__perf_hints")]
+        for lg in self.loggers:
+            lg.addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        for lg in self.loggers:
+            lg.removeHandler(self.handler)
+        after = self._count()
+        skips = (after - self.before) if None not in (after, self.before) else 0
+        if skips > 0 or self.messages:
+            self.rec["cudagraph_skipped"] = list(dict.fromkeys(self.messages)) or [
+                f"Inductor skipped CUDA graphs {skips} time(s) (counters['inductor']"
+                "['cudagraph_skips']); TORCH_LOGS=perf_hints prints why"]
+        return False
+
+
+def failure_site(e):
+    """Where a compile failure points: the last user-code frame dynamo names ('from user code:'
+    ... File "x.py", line N, in f), else the innermost traceback frame outside torch."""
+    import re
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\w+)', str(e))
+    if frames:
+        path, line, fn = frames[-1]
+        return f"{os.path.basename(path)}:{line} in {fn}"
+    tb = traceback.extract_tb(e.__traceback__)
+    outside = [f for f in tb if "/torch/" not in f.filename] or tb
+    if outside:
+        f = outside[-1]
+        return f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}"
+    return "unknown"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -767,6 +972,9 @@ def run_timed(ctx, runner, file_name, repeats, profile_cm=None):
     path = os.path.join(plan.out_dir, file_name)
     ctx["partial"] = lambda: write_json(path, doc)
 
+    # Compile and capture first: outside every measured range and the profiler's window.
+    doc["optimize"] = runner.prepare()
+    record_optimize(meta, doc["optimize"])
     runner.warm = True
     for i in range(plan.warmup):
         log(f"warm-up {i + 1}/{plan.warmup}")
@@ -793,6 +1001,24 @@ def run_timed(ctx, runner, file_name, repeats, profile_cm=None):
     meta.pass_record()["decode_steps"] = steps
     meta.data["decode_steps"] = steps
     return doc
+
+
+def record_optimize(meta, rec):
+    """The pass's compile record into metadata.json, and a note the run shows."""
+    meta.pass_record()["optimize"] = rec
+    if rec.get("status") == "ok":
+        parts = [f"compile {rec['compile_s']:.1f} s"]
+        if "capture_s" in rec:
+            parts.append(f"graph capture {rec['capture_s']:.2f} s")
+        meta.note(f"{meta.plan.pass_name}: torch.compile(mode={rec['compile']!r}, fullgraph=True) "
+                  f"of the decode step before the warm-up, outside every measured range "
+                  f"({', '.join(parts)})")
+    elif rec.get("status") == "failed":
+        meta.note(f"{meta.plan.pass_name}: torch.compile(mode={rec['compile']!r}) failed in "
+                  f"{rec['failed_part']} at {rec['where']}: "
+                  f"{rec['error'].splitlines()[0][:300]}; the decode step ran eager")
+    for msg in rec.get("cudagraph_skipped", [])[:1]:
+        meta.note(f"{meta.plan.pass_name}: compiled without CUDA graphs: {msg}")
 
 
 def pass_baseline(ctx, runner):
@@ -906,6 +1132,9 @@ def pass_flops(ctx, runner):
             used = switch_attn(model, "eager")
             if used != "eager":
                 raise RuntimeError(f"cannot switch the model to eager attention (it uses {used})")
+    if plan.compile != "none":
+        meta.note(f"flops: counted on the eager decode step (compile={plan.compile} does not "
+                  "change the FLOPs the model does; FlopCounterMode cannot see compiled graphs)")
     flops = {}
     detail = {}
     for stage, total in marker.totals.items():
@@ -1026,6 +1255,18 @@ def run(plan, ctx):
                   "every prompt token")
     runner = Runner(torch, model, workload, plan, kw)
     runner.resolve_modules(plan.modules)
+    seq_len = int(workload.input_ids.shape[1])
+    runner.decoder = Decoder(torch, model, plan, device, seq_len,
+                             max(plan.max_new_tokens, plan.warmup_decode_steps))
+    meta.data["optimize"] = {"compile": plan.compile, "cache": plan.cache}
+    if plan.cache == "static":
+        meta.note(f"cache=static: a transformers StaticCache of {runner.decoder.max_len} "
+                  "positions, reset before each iteration outside the measured ranges; "
+                  "attention runs over the whole cache length (masked)")
+    if plan.compile != "none" and plan.cache == "dynamic":
+        meta.note(f"compile={plan.compile} with cache=dynamic: the cache grows every step, so "
+                  "the compiled step may recompile or re-record graphs as shapes change; "
+                  "cache=static gives one graph")
     ctx["runner"] = runner
     meta.note("one iteration = prefill (forward over the prompt with use_cache, logits_to_keep=1, "
               "plus the greedy pick of the first new token) then decode: max_new_tokens driven "

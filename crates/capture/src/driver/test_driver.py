@@ -95,7 +95,25 @@ class PlanChecks(unittest.TestCase):
         self.bad(p, "plan.model.dtype")
         p = plan("/tmp/x", stages={"modules": {"decode": "model"}})
         self.bad(p, "cannot name a sub-stage")
+        self.bad(plan("/tmp/x", stages={"modules": {"compile": "model"}}),
+                 "cannot name a sub-stage")
         driver.Plan(plan("/tmp/x", _comment="ignored"))
+
+    def test_optimize(self):
+        pl = driver.Plan(plan("/tmp/x"))
+        self.assertEqual((pl.compile, pl.cache), ("none", "dynamic"))
+        pl = driver.Plan(plan("/tmp/x", optimize={"compile": "reduce-overhead",
+                                                 "cache": "static"}))
+        self.assertEqual((pl.compile, pl.cache), ("reduce-overhead", "static"))
+        self.bad(plan("/tmp/x", optimize={"compile": "fast"}), "plan.optimize.compile must be")
+        self.bad(plan("/tmp/x", optimize={"cache": "paged"}), "plan.optimize.cache must be")
+        self.bad(plan("/tmp/x", optimize={"mode": "x"}), "plan.optimize has unknown key(s) mode")
+
+    def test_failure_site_names_the_user_frame(self):
+        err = RuntimeError('Unsupported: graph break\n\nfrom user code:\n   File '
+                           '"/x/transformers/models/qwen3_moe/modeling_qwen3_moe.py", line 211, '
+                           'in forward\n    routing = torch.nonzero(mask)')
+        self.assertEqual(driver.failure_site(err), "modeling_qwen3_moe.py:211 in forward")
 
 
 class ExitCodes(unittest.TestCase):
@@ -170,6 +188,68 @@ class CpuRun(unittest.TestCase):
                          if e.get("cat") == "user_annotation"}
             self.assertTrue({"prefill", "decode", "layer0"} <= names, names)
             self.assertFalse(any(n.startswith("warmup_") for n in names))
+
+    def test_compiled_static_cache_decode(self):
+        # torch.compile (Inductor on the CPU) of the decode step with a StaticCache: compiled
+        # before the warm-up, timed, and the measured iterations still add up.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            p = plan(out, optimize={"compile": "default", "cache": "static"}, repeats=1)
+            code, err = run_driver(tmp, p, cpu=True)
+            self.assertEqual(code, 0, err)
+            with open(os.path.join(out, "baseline.json"), encoding="utf-8") as f:
+                base = json.load(f)
+            opt = base["optimize"]
+            self.assertEqual((opt["status"], opt["compile"], opt["cache"]),
+                             ("ok", "default", "static"), opt)
+            self.assertGreater(opt["compile_s"], 0)
+            it = base["iterations"][0]
+            self.assertEqual(len(it["decode_step_ns"]), 3)
+            self.assertEqual(sum(it["decode_step_ns"]), it["decode_ns"])
+            with open(os.path.join(out, "metadata.json"), encoding="utf-8") as f:
+                meta = json.load(f)
+            self.assertEqual(meta["passes"]["baseline"]["optimize"]["status"], "ok")
+            self.assertTrue(any("torch.compile(mode='default'" in n for n in meta["notes"]))
+
+    def test_compile_failure_keeps_the_eager_step(self):
+        # A forward dynamo cannot trace whole (fullgraph=True) fails to compile: the record
+        # says which part and where, and the decoder goes on with the eager forward.
+        import torch
+        plan_ = driver.Plan(plan("/tmp/x", optimize={"compile": "default", "cache": "dynamic"}))
+
+        class Out:
+            def __init__(self, logits):
+                self.logits = logits
+                self.past_key_values = None
+
+        class Breaks(torch.nn.Module):
+            def forward(self, input_ids, use_cache=True, past_key_values=None, **kw):
+                torch._dynamo.graph_break()
+                return Out(torch.zeros(input_ids.shape[0], input_ids.shape[1], 5))
+
+        class Workload:
+            def prefill_kwargs(self):
+                return {"input_ids": torch.zeros(1, 4, dtype=torch.long)}
+
+        class FakeRunner:
+            workload = Workload()
+            logits_kw = {}
+
+            def stage(self, name):
+                import contextlib
+                return contextlib.nullcontext()
+
+            def sync(self):
+                pass
+
+        model = Breaks()
+        dec = driver.Decoder(torch, model, plan_, torch.device("cpu"), 4, 3)
+        rec = dec.prepare(FakeRunner())
+        self.assertEqual((rec["status"], rec["failed_part"]), ("failed", "compile"), rec)
+        self.assertIn("test_driver.py", rec["where"])
+        self.assertEqual(dec.fn, model.forward)
+        logits, _ = dec.step(torch.zeros(1, 1, dtype=torch.long), None, 0)
+        self.assertEqual(tuple(logits.shape), (1, 1, 5))
 
     def test_missing_module_exit_2_and_crash_exit_3(self):
         with tempfile.TemporaryDirectory() as tmp:

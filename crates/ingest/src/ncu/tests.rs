@@ -75,6 +75,7 @@ fn kernel_row(id: u32, name: &str) -> Kernel {
         launch: None,
         launch_variants: 1,
         bytes: None,
+        graph_calls: 0,
         ncu: Vec::new(),
     }
 }

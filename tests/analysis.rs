@@ -162,10 +162,19 @@ fn decode_is_diagnosed_launch_bound_with_its_evidence() {
         .find(|f| f.id == "launch_bound" && f.stage.as_deref() == Some("decode"))
         .expect("decode launch-bound finding");
     let ev = f.evidence.join("\n");
-    // 38.3 ms of GPU activity in 1213.4 ms of decode (nvtx_sum), 18,540 kernels in 18 steps.
+    // 38.3 ms of GPU activity in 1213.4 ms of decode (nvtx_sum), 18,576 launch calls running
+    // 18,540 kernels in 18 steps: each call gives the GPU 2.1 µs of work and costs 7.6 µs.
     assert!(ev.contains("GPU busy 3.2% of the decode wall"), "{ev}");
-    assert!(ev.contains("1,030 kernels per decode step"), "{ev}");
-    assert!(ev.contains("mean 2.1 µs"), "{ev}");
+    assert!(
+        ev.contains(
+            "per decode step (18 steps, --decode-steps flag): 1032 launch calls, 1030 kernels"
+        ),
+        "{ev}"
+    );
+    assert!(
+        ev.contains("2.1 µs of GPU work per call, each call 7.6 µs on the CPU"),
+        "{ev}"
+    );
     assert!(
         f.recommendation.contains("CUDA graph"),
         "{}",
@@ -333,4 +342,171 @@ fn throttling_is_found_only_where_nvml_saw_a_slowdown() {
     let line = &lines[0];
     assert!(line.starts_with("nsys: 10 of "), "{line}");
     assert!(line.contains("software power cap"), "{line}");
+}
+
+/// The CUDA-graph decode fixture (H100, tests/fixtures/h100-cuda-graphs) at one trace level,
+/// analysed.
+fn graph_fixture(level: &str) -> Bundle {
+    let dir = fixture("h100-cuda-graphs");
+    let req = IngestRequest {
+        nsys: Some(dir.join(format!("nsys_{level}_level.sqlite.gz"))),
+        model_config: Some(dir.join("config.json")),
+        workload: WorkloadFlags {
+            batch_size: Some(1),
+            prompt_tokens: Some(64),
+            decode_steps: vec![16, 16],
+            prefill_logits: Some(1),
+            ..WorkloadFlags::default()
+        },
+        ..IngestRequest::default()
+    };
+    let mut b = ingest(&req, &mut |_| {}).unwrap().bundle;
+    b.analysis = Some(llmprof_analysis::analyze(&b));
+    b
+}
+
+fn finding<'a>(
+    b: &'a Bundle,
+    id: &str,
+    stage: Option<&str>,
+) -> Option<&'a llmprof_bundle::Finding> {
+    b.analysis
+        .as_ref()
+        .unwrap()
+        .findings
+        .iter()
+        .find(|f| f.id == id && (stage.is_none() || f.stage.as_deref() == stage))
+}
+
+/// At graph level the old rule saw 6% of decode's GPU time (the kernels outside the graph) and
+/// called it launch-bound; busy time now includes the graph spans, and the launch facts count
+/// one call per graph launch. Both levels agree on the facts the trace can give.
+#[test]
+fn graph_decode_is_judged_from_launch_calls_with_graph_time_included() {
+    let g = graph_fixture("graph");
+    let n = graph_fixture("node");
+    let facts = |b: &Bundle| {
+        let a = b.analysis.as_ref().unwrap();
+        a.stages
+            .iter()
+            .find(|s| s.name == "decode")
+            .unwrap()
+            .launch
+            .clone()
+            .unwrap()
+    };
+    let (fg, fnode) = (facts(&g), facts(&n));
+    for f in [&fg, &fnode] {
+        assert_eq!(f.steps, Some(32));
+        assert_eq!(f.launches_per_step, Some(3.0));
+        assert_eq!(f.graph_launches_per_step, Some(1.0));
+        assert!(f.graph_share_pct.unwrap() > 90.0, "{f:?}");
+    }
+    assert_eq!(
+        fg.kernels_per_graph, None,
+        "graph level: kernels inside graphs unknown"
+    );
+    assert_eq!(fg.kernels_per_step, None);
+    assert_eq!(fnode.kernels_per_graph, Some(40.0));
+    assert_eq!(fnode.kernels_per_step, Some(42.0));
+    // Graph level: each call gives the GPU 29 µs of work, more than the 22.8 µs call costs:
+    // host-bound, not launch-bound. The finding says the kernels already replay as graphs.
+    let f = finding(&g, "host_bound", Some("decode")).expect("host-bound decode");
+    assert!(
+        f.evidence
+            .join("\n")
+            .contains("32 CUDA graph launches, one call each"),
+        "{:?}",
+        f.evidence
+    );
+    assert!(f.recommendation.contains("already replay as CUDA graphs"));
+    assert!(finding(&g, "launch_bound", Some("decode")).is_none());
+    // The graph traced whole leads the top GPU time instead of the 6% outside it.
+    let top = finding(&g, "top_kernels", None).unwrap();
+    assert!(
+        top.title
+            .starts_with("Top GPU time: CUDA graph 4 (cuda graph"),
+        "{}",
+        top.title
+    );
+    // Node level: nsys's node tracing makes each cudaGraphLaunch cost 65 µs on the CPU, more
+    // than the 27 µs of work it gives: launch-bound, with the launches outside graphs named.
+    let f = finding(&n, "launch_bound", Some("decode")).expect("launch-bound decode");
+    assert!(f
+        .recommendation
+        .contains("64 of the 96 launch calls are outside CUDA graphs"));
+    assert!(f
+        .evidence
+        .join("\n")
+        .contains("40 kernels per graph launch"));
+}
+
+/// A committed sample run, as `llmprof analyze` left it.
+fn sample(id: &str) -> Bundle {
+    let text = std::fs::read_to_string(fixture(&format!("sample-runs/{id}/bundle.json"))).unwrap();
+    let b = Bundle::from_json(&text).unwrap();
+    // The stored analysis is what this build computes from the stored measurements.
+    assert_eq!(
+        b.analysis.as_ref().map(|a| &a.findings),
+        Some(&llmprof_analysis::analyze(&b).findings),
+        "{id}: re-run `llmprof analyze` on the sample run"
+    );
+    b
+}
+
+/// The H100 eager/compiled pair of qwen2.5-0.5b: the findings move from launches to kernels.
+#[test]
+fn compiled_decode_moves_the_findings_from_launches_to_kernels() {
+    let eager = sample("20261123-154903-qwen2.5-0.5b-standard");
+    let compiled = sample("20261123-155206-qwen2.5-0.5b-deep-reduce-overhead");
+    assert!(finding(&eager, "launch_bound", Some("decode")).is_some());
+    assert!(finding(&eager, "busy_kernels", Some("decode")).is_none());
+    assert!(finding(&compiled, "launch_bound", Some("decode")).is_none());
+    let f = finding(&compiled, "busy_kernels", Some("decode")).expect("busy decode");
+    assert!(f.title.contains("gemm leads"), "{}", f.title);
+    let ev = f.evidence.join("\n");
+    assert!(
+        ev.contains("Nsight Compute on"),
+        "GEMM efficiency from ncu: {ev}"
+    );
+    assert!(ev.contains("to fuse next: elementwise kernels"), "{ev}");
+    // The roofline's memory-bound branch, with the GPU busy.
+    let m = finding(&compiled, "memory_bound", Some("decode")).expect("memory-bound decode");
+    assert!(
+        m.evidence.iter().any(|e| e.contains("GPU busy 82.9%")),
+        "{:?}",
+        m.evidence
+    );
+    let a = compiled.analysis.as_ref().unwrap();
+    let d = a.stages.iter().find(|s| s.name == "decode").unwrap();
+    assert_eq!(d.bound, "memory-bound");
+    let f = d.launch.as_ref().unwrap();
+    assert_eq!(
+        (f.launches_per_step, f.graph_launches_per_step),
+        (Some(4.0), Some(1.0))
+    );
+    assert_eq!(f.kernels_per_graph, Some(484.0));
+    let c = &compiled.capture.as_ref().unwrap().compile;
+    assert!(c.len() == 4 && c.iter().all(|r| r.status == "ok" && r.capture_s.is_some()));
+}
+
+/// The fp32, batch-16 compiled run: prefill is compute-bound against the fp32 peak (the
+/// target's dtype, not the config's default), and its GEMMs run on the CUDA cores.
+#[test]
+fn fp32_batch_run_reaches_compute_bound_and_tensor_cores_unused() {
+    let b = sample("20261123-160018-qwen2.5-0.5b-light-reduce-overhead");
+    let a = b.analysis.as_ref().unwrap();
+    let p = a.peak.as_ref().unwrap();
+    assert_eq!((p.dtype.as_str(), p.tflops), ("fp32", 67.0));
+    let prefill = a.stages.iter().find(|s| s.name == "prefill").unwrap();
+    assert_eq!(prefill.bound, "compute-bound");
+    assert!(finding(&b, "compute_bound", Some("prefill")).is_some());
+    let t = finding(&b, "tensor_cores_unused", None).expect("tensor cores idle");
+    assert!(
+        t.evidence
+            .iter()
+            .any(|e| e.contains("FP32 GEMM on the CUDA cores, by name")),
+        "{:?}",
+        t.evidence
+    );
 }

@@ -70,7 +70,19 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
         section(&mut s, "Nsight Compute", ncu(b, top), width);
     }
     if let Some(c) = &b.capture {
-        capture(&mut s, c, width);
+        capture(&mut s, b, c, width);
+    }
+    let launches = llmprof_site::launches::launch_table(b);
+    if !launches.is_empty() {
+        section(
+            &mut s,
+            "Launches and CUDA graphs (a graph launch is one call; per step = per decode step)",
+            from_view(&launches),
+            width,
+        );
+        if let Some(n) = llmprof_site::launches::graph_trace_note(b) {
+            s.push_str(&wrap(&n, width, 2));
+        }
     }
     if let Some(a) = &b.analysis {
         analysis(&mut s, b, a, width);
@@ -82,7 +94,7 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
 }
 
 /// How the run was captured: passes, the baseline, overhead, what is missing.
-fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
+fn capture(s: &mut String, b: &Bundle, c: &llmprof_bundle::Capture, width: usize) {
     s.push_str(&format!(
         "\nCapture ({} mode, {} {}){}\n",
         c.mode,
@@ -129,6 +141,21 @@ fn capture(s: &mut String, c: &llmprof_bundle::Capture, width: usize) {
             us(b.decode_step.median_ns),
             b.iteration_cv_pct
         ));
+    }
+    if !c.overrides.is_empty() {
+        s.push_str(&format!("  set       {}\n", c.overrides.join(", ")));
+    }
+    if let Some(level) = &c.cuda_graph_trace {
+        s.push_str(&format!(
+            "  graphs    nsys traced CUDA graphs at {level} level\n"
+        ));
+    }
+    let compile = llmprof_site::launches::compile_table(b);
+    if !compile.is_empty() {
+        s.push_str(
+            "  compile   the decode step, before each pass's warm-up (outside measured ranges):\n",
+        );
+        s.push_str(&from_view(&compile).render(width));
     }
     for o in &c.overhead {
         s.push_str(&format!(
@@ -310,6 +337,21 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
 
 /// Wraps `text` to `width` columns: the first line indented by `indent` spaces, the following
 /// ones by two more (a hanging indent under bullets).
+/// A site table (computed once in the view layer) as a terminal table.
+fn from_view(v: &llmprof_site::view::TableView) -> Table {
+    let cols: Vec<(&str, Align)> = v
+        .headers
+        .iter()
+        .zip(&v.numeric)
+        .map(|(h, &n)| (h.as_str(), if n { Align::Right } else { Align::Left }))
+        .collect();
+    let mut t = Table::new(&cols, 2);
+    for r in &v.rows {
+        t.row(r.clone());
+    }
+    t
+}
+
 fn wrap(text: &str, width: usize, indent: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();

@@ -2,7 +2,8 @@
 //! on, where they came from, and a recommendation that fits the finding.
 
 use llmprof_bundle::{
-    Bundle, Category, Finding, KernelAnalysis, OpKind, Peak, Stage, StageAnalysis, StageRole,
+    Bundle, Category, Finding, KernelAnalysis, LaunchFacts, OpKind, Peak, Stage, StageAnalysis,
+    StageRole,
 };
 
 use crate::summary::capitalize;
@@ -55,9 +56,15 @@ pub fn findings(
     let measured = |s: &&Stage| {
         !llmprof_bundle::is_warmup(&s.name) && StageRole::of_name(&s.name) != StageRole::Other
     };
-    for stage in bundle.stages.iter().filter(measured) {
-        if let Some(f) = launch_bound(bundle, stage, src) {
-            out.push(f);
+    out.extend(compile_findings(bundle));
+    for a in stages.iter().filter(|a| a.role != StageRole::Other) {
+        if let Some(s) = bundle.stage(a.stage) {
+            out.extend(launch_bound(bundle, s, a, src));
+        }
+    }
+    for a in stages.iter().filter(|a| a.role != StageRole::Other) {
+        if let Some(s) = bundle.stage(a.stage) {
+            out.extend(busy_kernels(bundle, s, a, src));
         }
     }
     if let Some(f) = top_kernels(bundle, src) {
@@ -160,112 +167,429 @@ fn warmup_outlier(s: &Stage, src: &str) -> Option<Finding> {
     })
 }
 
-/// The GPU idles while the host launches many short kernels.
-fn launch_bound(bundle: &Bundle, s: &Stage, src: &str) -> Option<Finding> {
+/// The GPU idles while the host works. Judged from host launch calls, where a CUDA graph
+/// launch is one call however many kernels it ran, and from busy time, which includes the
+/// graphs' GPU time at either trace level: launch-bound when each call gives the GPU less work
+/// than a short kernel (or less than the call itself costs), host-bound otherwise.
+fn launch_bound(bundle: &Bundle, s: &Stage, a: &StageAnalysis, src: &str) -> Option<Finding> {
     // A stage of a few milliseconds in all (a projector's three kernels) is not worth a finding.
     const MIN_WALL_NS: u64 = 5_000_000;
-    if s.kernels == 0 || s.gpu_busy_pct >= BUSY_LAUNCH_BOUND_PCT || s.wall_ns < MIN_WALL_NS {
+    let f = a.launch.as_ref()?;
+    if s.gpu_busy_pct >= BUSY_LAUNCH_BOUND_PCT || s.wall_ns < MIN_WALL_NS {
         return None;
     }
-    let mean_kernel = s.kernel_ns as f64 / s.kernels as f64;
-    let mean_launch = (s.launches > 0).then(|| s.launch_api_ns as f64 / s.launches as f64);
-    let launch_dominated = mean_launch.is_some_and(|l| l >= mean_kernel);
-    if mean_kernel >= SHORT_KERNEL_NS && !launch_dominated {
-        return None;
-    }
-    let role = StageRole::of_name(&s.name);
+    let (work, call) = (f.gpu_ns_per_launch?, f.launch_call_ns?);
+    let launch_bound = work < SHORT_KERNEL_NS || call >= work;
     let mut evidence = vec![
         format!(
             "GPU busy {:.1}% of the {} wall: {} of GPU activity in {} ({src}: union of \
-             attributed GPU ops / NVTX range time)",
+             attributed GPU ops, CUDA graphs included / NVTX range time)",
             s.gpu_busy_pct,
             s.name,
             ms(s.gpu_busy_ns),
             ms(s.wall_ns)
         ),
-        format!("GPU idle {:.1}% of the stage", 100.0 - s.gpu_busy_pct),
         format!(
-            "{} kernels, mean {} each ({src} kernel table)",
-            thousands(s.kernels),
-            us(mean_kernel)
+            "{} host launch calls ({} CUDA graph launches, one call each): {} of GPU work per \
+             call, each call {} on the CPU ({src} CUDA API trace)",
+            thousands(s.launches),
+            thousands(s.graph_launches),
+            us(work),
+            us(call)
         ),
     ];
-    if let Some(l) = mean_launch {
-        evidence.push(format!(
-            "mean launch call {} on the CPU over {} launches ({src} CUDA API trace): {} the \
-             mean kernel",
-            us(l),
-            thousands(s.launches),
-            if l >= mean_kernel {
-                "longer than"
-            } else {
-                "shorter than"
-            }
-        ));
-    }
-    let steps: Option<u64> = (role == StageRole::Decode)
-        .then(|| {
-            let w = bundle.workload.as_ref()?;
-            (0..s.instance_list.len())
-                .map(|i| w.steps_of_instance(i))
-                .sum::<Option<u64>>()
-        })
-        .flatten();
-    if let Some(steps) = steps.filter(|&n| n > 0) {
-        evidence.push(format!(
-            "{} kernels per decode step ({} kernels / {steps} steps, {})",
-            thousands(s.kernels / steps),
-            thousands(s.kernels),
-            bundle
-                .workload
-                .as_ref()
-                .and_then(|w| w.decode_steps.as_ref())
-                .map_or("", |d| d.source.as_str())
-        ));
-    }
-    let recommendation = if role == StageRole::Decode {
-        "Capture the decode step in a CUDA graph so one launch replays all its kernels: \
-         torch.compile(mode=\"reduce-overhead\") or a static KV cache with CUDA graphs. \
-         torch.compile also fuses the many small elementwise kernels. Until then, more \
-         sequences per batch add GPU work at almost no extra launch cost."
+    let steps_source = bundle
+        .workload
+        .as_ref()
+        .and_then(|w| w.decode_steps.as_ref())
+        .map_or("workload", |d| d.source.as_str());
+    evidence.extend(per_step_evidence(f, steps_source));
+    let graphs = s.graph_launches > 0;
+    let decode = a.role == StageRole::Decode;
+    let (id, title, recommendation) = if launch_bound {
+        let rec = match (graphs, decode) {
+            (false, true) => "Capture the decode step in a CUDA graph so one launch replays all \
+                its kernels: torch.compile(mode=\"reduce-overhead\") with a static KV cache \
+                (llmprof capture --set optimize.compile=reduce-overhead --set \
+                optimize.cache=static). torch.compile also fuses the many small elementwise \
+                kernels. Until then, more sequences per batch add GPU work at almost no extra \
+                launch cost."
+                .to_string(),
+            (false, false) => "The host cannot issue work fast enough: fuse small kernels \
+                (torch.compile), capture the stage in a CUDA graph, and avoid host \
+                synchronizations inside it."
+                .to_string(),
+            (true, _) => format!(
+                "{} of the {} launch calls are outside CUDA graphs and each gives the GPU little \
+                 work: capture them in the graph too (input copies, sampling), or batch more \
+                 sequences so each launch carries more work.",
+                thousands(s.launches - s.graph_launches),
+                thousands(s.launches)
+            ),
+        };
+        (
+            "launch_bound",
+            format!(
+                "{} is launch-bound: the GPU is busy only {:.1}% of the time",
+                capitalize(&s.name),
+                s.gpu_busy_pct
+            ),
+            rec,
+        )
     } else {
-        "The host cannot issue work fast enough: fuse small kernels (torch.compile), capture \
-         the stage in a CUDA graph, and avoid host synchronizations inside it."
+        let rec = if graphs {
+            "The kernels already replay as CUDA graphs and each launch gives the GPU enough work: \
+             the idle time is host work between launches (Python, sampling, copying inputs into \
+             the graph's buffers). Batch more sequences per step so each replay does more work, \
+             move sampling into the compiled step, or replay several steps per graph."
+        } else {
+            "Each launch gives the GPU enough work: the gaps are host work between launches \
+             (Python, data preparation, synchronizations). Profile the host side (nsys with CPU \
+             sampling, py-spy) to find it."
+        };
+        (
+            "host_bound",
+            format!(
+                "{} is host-bound: the GPU is busy only {:.1}% of the time",
+                capitalize(&s.name),
+                s.gpu_busy_pct
+            ),
+            rec.to_string(),
+        )
     };
     Some(Finding {
-        id: "launch_bound".into(),
+        id: id.into(),
         stage: Some(s.name.clone()),
-        title: format!(
-            "{} is launch-bound: the GPU is busy only {:.1}% of the time",
-            capitalize(&s.name),
-            s.gpu_busy_pct
-        ),
+        title,
         evidence,
-        recommendation: recommendation.into(),
+        recommendation,
     })
 }
 
-/// The three kernels that take the most GPU time.
+/// Launch calls, graph launches and kernels per decode step (steps from `steps_source`), and
+/// kernels per graph.
+fn per_step_evidence(f: &LaunchFacts, steps_source: &str) -> Vec<String> {
+    // 1032 launch calls, 1.5 graph launches.
+    let count = |x: f64| {
+        if x >= 100.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.1}")
+        }
+    };
+    let mut out = Vec::new();
+    if let (Some(steps), Some(l)) = (f.steps, f.launches_per_step) {
+        let mut line = format!(
+            "per decode step ({steps} steps, {steps_source}): {} launch calls",
+            count(l)
+        );
+        if let Some(g) = f.graph_launches_per_step.filter(|&g| g > 0.0) {
+            line.push_str(&format!(", {} of them CUDA graph launches", count(g)));
+        }
+        if let Some(k) = f.kernels_per_step {
+            line.push_str(&format!(", {k:.0} kernels"));
+        }
+        out.push(line);
+    }
+    if let Some(k) = f.kernels_per_graph {
+        out.push(format!(
+            "{k:.0} kernels per graph launch; {:.1}% of the stage's GPU time is inside graphs",
+            f.graph_share_pct.unwrap_or(0.0)
+        ));
+    } else if let Some(share) = f.graph_share_pct {
+        out.push(format!(
+            "{share:.1}% of the stage's GPU time is inside CUDA graphs (traced whole: their \
+             kernels are not known one by one)"
+        ));
+    }
+    out
+}
+
+/// A stage that keeps the GPU busy: its time is in the kernels now. Names the category that
+/// leads, how well its GEMMs use the memory system (analytic bytes over busy time, and
+/// Nsight Compute where it profiled them), and which kernels to fuse next.
+fn busy_kernels(bundle: &Bundle, s: &Stage, a: &StageAnalysis, src: &str) -> Option<Finding> {
+    if s.gpu_busy_pct < BUSY_LAUNCH_BOUND_PCT || s.kernels == 0 {
+        return None;
+    }
+    let mix = stage_mix(bundle, s.id);
+    let total: u64 = mix.iter().map(|c| c.1).sum();
+    let (lead, lead_ns, _) = *mix.first()?;
+    let pct = |ns: u64| ns as f64 * 100.0 / total.max(1) as f64;
+    let mut evidence = vec![
+        format!(
+            "GPU busy {:.1}% of the {} wall ({src}; CUDA graphs included)",
+            s.gpu_busy_pct, s.name
+        ),
+        format!(
+            "kernel time by category: {} ({src} kernel table, this stage)",
+            mix.iter()
+                .take(5)
+                .map(|(c, ns, _)| format!("{} {:.0}% ({})", c.as_str(), pct(*ns), ms(*ns)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ];
+    evidence.extend(gemm_efficiency(bundle, s, a, &mix));
+    let fuse = fuse_next(bundle, s, a, &mix, total);
+    evidence.extend(fuse.iter().map(|f| f.0.clone()));
+    let memory_bound = a.bound == "memory-bound";
+    let recommendation = match lead {
+        Category::Gemm if memory_bound => "GEMMs dominate a memory-bound stage: every weight \
+            byte is read once per step whatever the batch, so batch more sequences per step, \
+            quantize the weights (fp8/int8/int4), or use speculative decoding."
+            .to_string(),
+        Category::Gemm => "GEMMs dominate: check their efficiency in Nsight Compute \
+            (--mode deep), use fp8 where accuracy allows, and avoid padded shapes."
+            .to_string(),
+        Category::Attention => "Attention dominates: use a fused kernel for this phase (flash \
+            or paged attention for decode) and a KV cache layout it reads contiguously."
+            .to_string(),
+        _ => format!(
+            "{} kernels lead: fuse them into their neighbours (torch.compile, fused \
+             norm/rotary/SwiGLU kernels).",
+            lead.as_str()
+        ),
+    };
+    let recommendation = match fuse {
+        Some((_, next)) if next != lead => {
+            format!("{recommendation} Then fuse the {} kernels.", next.as_str())
+        }
+        _ => recommendation,
+    };
+    Some(Finding {
+        id: "busy_kernels".into(),
+        stage: Some(s.name.clone()),
+        title: format!(
+            "{} keeps the GPU busy ({:.1}%): {} leads its kernel time with {:.0}%",
+            capitalize(&s.name),
+            s.gpu_busy_pct,
+            lead.as_str(),
+            pct(lead_ns)
+        ),
+        evidence,
+        recommendation,
+    })
+}
+
+/// Kernel time and calls per category inside one stage, largest first.
+fn stage_mix(bundle: &Bundle, stage: u32) -> Vec<(Category, u64, u64)> {
+    let mut mix: Vec<(Category, u64, u64)> = Vec::new();
+    for k in bundle.kernels.iter().filter(|k| k.kind == OpKind::Kernel) {
+        let Some(by) = k.by_stage.iter().find(|b| b.stage == stage) else {
+            continue;
+        };
+        match mix.iter_mut().find(|m| m.0 == k.category) {
+            Some(m) => {
+                m.1 += by.total_ns;
+                m.2 += by.calls;
+            }
+            None => mix.push((k.category, by.total_ns, by.calls)),
+        }
+    }
+    mix.sort_by_key(|m| std::cmp::Reverse(m.1));
+    mix
+}
+
+/// GEMM share, the stage's bandwidth while busy, and Nsight Compute's view of its GEMMs.
+fn gemm_efficiency(
+    bundle: &Bundle,
+    s: &Stage,
+    a: &StageAnalysis,
+    mix: &[(Category, u64, u64)],
+) -> Vec<String> {
+    let Some(&(_, gemm_ns, gemm_calls)) = mix.iter().find(|m| m.0 == Category::Gemm) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let (Some(g), Some(m)) = (
+        a.bytes.map(|b| b / (s.gpu_proj_ns.max(1) as f64)),
+        a.mbu_busy,
+    ) {
+        out.push(format!(
+            "while the GPU is busy the stage moves {:.0} GB/s = {:.1}% of peak bandwidth \
+             (analytic bytes over projected GPU time); its GEMMs take {} in {} calls",
+            g,
+            m * 100.0,
+            ms(gemm_ns),
+            thousands(gemm_calls)
+        ));
+    }
+    let ncu: Vec<&llmprof_bundle::NcuKernel> = bundle
+        .ncu
+        .iter()
+        .filter(|n| {
+            n.kernel
+                .and_then(|k| bundle.kernels.get(k as usize))
+                .is_some_and(|k| k.category == Category::Gemm)
+        })
+        .collect();
+    let median = |v: Vec<f64>| -> Option<f64> {
+        let mut v = v;
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let dram = median(ncu.iter().filter_map(|n| n.dram_throughput_pct).collect());
+    let sm = median(ncu.iter().filter_map(|n| n.sm_throughput_pct).collect());
+    if let (Some(d), Some(sm)) = (dram, sm) {
+        out.push(format!(
+            "Nsight Compute on {} GEMM launches: median DRAM throughput {d:.0}% and SM \
+             throughput {sm:.0}% of peak",
+            ncu.len()
+        ));
+    }
+    out
+}
+
+/// The non-GEMM category to fuse next (elementwise, reduction/norm), with its largest kernels
+/// in the stage; `None` when those take under 10% of the stage's kernel time.
+fn fuse_next(
+    bundle: &Bundle,
+    s: &Stage,
+    a: &StageAnalysis,
+    mix: &[(Category, u64, u64)],
+    total: u64,
+) -> Option<(String, Category)> {
+    let &(cat, ns, calls) = mix
+        .iter()
+        .find(|m| matches!(m.0, Category::Elementwise | Category::ReductionNorm))?;
+    if (ns as f64) < 0.1 * total as f64 {
+        return None;
+    }
+    let mut top: Vec<(&str, u64, u64)> = bundle
+        .kernels
+        .iter()
+        .filter(|k| k.kind == OpKind::Kernel && k.category == cat)
+        .filter_map(|k| {
+            let by = k.by_stage.iter().find(|b| b.stage == s.id)?;
+            Some((k.short_name.as_str(), by.total_ns, by.calls))
+        })
+        .collect();
+    top.sort_by_key(|t| std::cmp::Reverse(t.1));
+    let per_step = a
+        .launch
+        .as_ref()
+        .and_then(|f| f.steps)
+        .map(|st| format!(", {:.0} per step", calls as f64 / st as f64))
+        .unwrap_or_default();
+    let names: Vec<String> = top
+        .iter()
+        .take(3)
+        .map(|(n, t, c)| {
+            format!(
+                "{} ({}, {} calls)",
+                llmprof_bundle::names::display_name_short(n, 60),
+                ms(*t),
+                thousands(*c)
+            )
+        })
+        .collect();
+    Some((
+        format!(
+            "to fuse next: {} kernels, {:.0}% of the stage's kernel time in {} calls{per_step}; \
+             largest {}",
+            cat.as_str(),
+            ns as f64 * 100.0 / total.max(1) as f64,
+            thousands(calls),
+            names.join(", ")
+        ),
+        cat,
+    ))
+}
+
+/// What the capture's compile records say: a pass whose decode step could not be compiled
+/// (it measured the eager step), or a compiled step that ran without CUDA graphs.
+fn compile_findings(bundle: &Bundle) -> Vec<Finding> {
+    let Some(c) = bundle.capture.as_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let failed: Vec<&llmprof_bundle::CompileRecord> =
+        c.compile.iter().filter(|r| r.status == "failed").collect();
+    if let Some(first) = failed.first() {
+        out.push(Finding {
+            id: "compile_failed".into(),
+            stage: Some("decode".into()),
+            title: format!(
+                "torch.compile(mode=\"{}\") of the decode step failed: the run measured the \
+                 eager step",
+                first.mode
+            ),
+            evidence: failed
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} pass: {} failed at {}: {} (capture record)",
+                        r.pass,
+                        r.failed_part.as_deref().unwrap_or("compile"),
+                        r.location.as_deref().unwrap_or("an unknown place"),
+                        r.error
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    )
+                })
+                .collect(),
+            recommendation: "The numbers of this run are eager numbers. Fix or exclude the part \
+                that fails (a data-dependent shape, a Python side effect), or try \
+                optimize.compile=default, which tolerates fewer graph constraints."
+                .into(),
+        });
+    }
+    let skipped: Vec<String> = c
+        .compile
+        .iter()
+        .flat_map(|r| {
+            r.cudagraphs_skipped
+                .iter()
+                .map(move |m| format!("{} pass: {m}", r.pass))
+        })
+        .collect();
+    if !skipped.is_empty() {
+        out.push(Finding {
+            id: "cuda_graphs_skipped".into(),
+            stage: Some("decode".into()),
+            title: "The compiled decode step ran without CUDA graphs".into(),
+            evidence: skipped,
+            recommendation: "Inductor skipped CUDA graphs for the reason given: remove it (CPU \
+                tensors, dynamic shapes: use optimize.cache=static) to get one graph launch per \
+                step."
+                .into(),
+        });
+    }
+    out
+}
+
+/// The three kernels that take the most GPU time. Graphs traced whole (graph-level traces)
+/// compete as one row each: their kernels are unknown, but their time is not.
 fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
     let mut kernels: Vec<_> = bundle
         .kernels
         .iter()
-        .filter(|k| k.kind == OpKind::Kernel)
+        .filter(|k| matches!(k.kind, OpKind::Kernel | OpKind::Graph))
         .collect();
     if kernels.is_empty() {
         return None;
     }
     kernels.sort_by_key(|k| std::cmp::Reverse(k.total_ns));
     let total: u64 = kernels.iter().map(|k| k.total_ns).sum();
+    let share = |ns: u64| ns as f64 * 100.0 / total.max(1) as f64;
+    let what = if kernels.iter().any(|k| k.kind == OpKind::Graph) {
+        "of kernel and CUDA graph time"
+    } else {
+        "of kernel time"
+    };
     let top: Vec<_> = kernels.iter().take(3).collect();
     let evidence = top
         .iter()
         .map(|k| {
             format!(
-                "{} ({}): {:.1}% of kernel time, {} in {} calls of {} mean ({src})",
+                "{} ({}): {:.1}% {what}, {} in {} calls of {} mean ({src})",
                 llmprof_bundle::names::display_name(&k.name),
                 k.category.as_str(),
-                k.time_pct,
+                share(k.total_ns),
                 ms(k.total_ns),
                 thousands(k.calls),
                 us(k.mean_ns)
@@ -312,12 +636,12 @@ fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
         id: "top_kernels".into(),
         stage: None,
         title: format!(
-            "Top GPU time: {} ({}, {:.1}% of kernel time); by category, {} leads with {:.0}%",
+            "Top GPU time: {} ({}, {:.1}% {what}); by category, {} leads with {:.0}%",
             llmprof_bundle::names::display_name_short(&top[0].name, 80),
             top[0].category.as_str(),
-            top[0].time_pct,
+            share(top[0].total_ns),
             cat.as_str(),
-            cat_ns as f64 * 100.0 / total.max(1) as f64
+            share(cat_ns)
         ),
         evidence,
         recommendation,
@@ -407,9 +731,8 @@ fn tensor_cores(bundle: &Bundle, kernels: &[KernelAnalysis]) -> Option<Finding> 
         .iter()
         .filter(|k| k.category == Category::Gemm)
     {
-        let n = k.name.to_ascii_lowercase();
-        if n.contains("simt") || n.contains("sgemm") {
-            idle.push((k.id, "FP32 SIMT GEMM by name".into()));
+        if fp32_cuda_core_gemm(&k.name) {
+            idle.push((k.id, "FP32 GEMM on the CUDA cores, by name".into()));
         } else if let Some(t) = kernels.iter().find_map(|ka| {
             let row = bundle.ncu.get(ka.ncu as usize)?;
             (row.kernel == Some(k.id)).then_some(row.tensor_pipe_pct)?
@@ -456,6 +779,18 @@ fn tensor_cores(bundle: &Bundle, kernels: &[KernelAnalysis]) -> Option<Finding> 
                          cores; cast the fp32 pieces (e.g. rotary embeddings) deliberately."
             .into(),
     })
+}
+
+/// A GEMM whose name says it multiplies on the CUDA cores in FP32, not on tensor cores:
+/// CUTLASS SIMT kernels (`cutlass_80_simt_sgemm_*`), `sgemm`, cuBLAS's `*_ffma_*` kernels
+/// (FP32 fused multiply-add; tensor-core kernels say `hmma`/`gmma`/`tf32`), and float gemv /
+/// small-N kernels (`gemmSN_TN_kernel<float, ...>`).
+fn fp32_cuda_core_gemm(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("simt")
+        || n.contains("sgemm")
+        || n.contains("_ffma")
+        || ((n.contains("gemmsn") || n.contains("gemv")) && n.contains("<float,"))
 }
 
 /// For OCR / vision-language runs: how much of prefill the vision side takes.
@@ -676,7 +1011,29 @@ mod tests {
 
     #[test]
     fn busy_stages_are_not_launch_bound() {
-        let b = Bundle::new("x");
-        assert!(launch_bound(&b, &stage(0, "decode", None, 1_000_000), "nsys").is_none());
+        let mut b = Bundle::new("x");
+        b.stages = vec![stage(0, "decode", None, 10_000_000)];
+        let a = crate::throughput::stages(&b, Err("no model"), None);
+        assert!(launch_bound(&b, &b.stages[0], &a[0], "nsys").is_none());
+    }
+
+    #[test]
+    fn fp32_gemms_on_cuda_cores_by_name() {
+        // Names from the H100 fp32 capture (cuBLAS ffma, CUTLASS SIMT, float gemv) and bf16
+        // tensor-core kernels that must not match.
+        for name in [
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel_trmm",
+            "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)",
+            "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>>(cublasGemmSmallNParams<float const, float, float>)",
+        ] {
+            assert!(fp32_cuda_core_gemm(name), "{name}");
+        }
+        for name in [
+            "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float, (bool)0>(T13)",
+        ] {
+            assert!(!fp32_cuda_core_gemm(name), "{name}");
+        }
     }
 }

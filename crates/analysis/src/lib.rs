@@ -5,6 +5,7 @@
 
 pub mod diagnose;
 pub mod kernels;
+pub mod launches;
 pub mod model;
 pub mod peaks;
 pub mod run;
@@ -15,12 +16,29 @@ use llmprof_bundle::{Analysis, Bundle, ModelSummary};
 
 use crate::model::Model;
 
+/// The dtype `llmprof capture` loaded the weights in (the target's `[model] dtype`, `--set`
+/// overrides applied): it decides the peak and the bytes whatever the config says.
+fn captured_dtype(bundle: &Bundle) -> Option<&str> {
+    bundle
+        .capture
+        .as_ref()?
+        .target_config
+        .get("model")?
+        .get("dtype")?
+        .as_str()
+}
+
 /// Computes the analysis of `bundle` (its workload, counted FLOPs and calibration included).
 pub fn analyze(bundle: &Bundle) -> Analysis {
     let mut a = Analysis::default();
     let model = match &bundle.model {
         None => Err("no model config: give --model-config config.json".to_string()),
-        Some(m) => Model::from_config(&m.config).map_err(|e| e.to_string()),
+        Some(m) => Model::from_config(&m.config)
+            .and_then(|model| match captured_dtype(bundle) {
+                Some(dtype) => model.with_dtype(dtype),
+                None => Ok(model),
+            })
+            .map_err(|e| e.to_string()),
     };
     match &model {
         Ok(m) => {

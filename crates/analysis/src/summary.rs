@@ -12,48 +12,17 @@ pub fn write(bundle: &Bundle, a: &Analysis) -> String {
         (None, Some(d)) => out.push(format!("Run on {d}.")),
         _ => {}
     }
-    // The decode stage's launch-bound finding matters most to serving; else the first one.
-    let launch = a
+    if let Some(sentence) = host_sentence(bundle, a) {
+        out.push(sentence);
+    }
+    // A stage that keeps the GPU busy: say where its time goes (decode first).
+    let busy = a
         .findings
         .iter()
-        .filter(|f| f.id == "launch_bound")
-        .max_by_key(|f| {
-            f.stage
-                .as_deref()
-                .is_some_and(|s| StageRole::of_name(s) == StageRole::Decode)
-        });
-    if let Some(f) = launch {
-        let stage = f.stage.as_deref().unwrap_or("a stage");
-        let per_step = f
-            .evidence
-            .iter()
-            .find(|e| e.contains("kernels per decode step"))
-            .and_then(|e| e.split(" kernels per").next());
-        let launch = f
-            .evidence
-            .iter()
-            .find(|e| e.starts_with("mean launch call"))
-            .and_then(|e| e.split(" on the CPU").next())
-            .map(|e| e.trim_start_matches("mean launch call "));
-        let s = bundle.stages.iter().find(|s| s.name == stage);
-        let mut sentence = format!(
-            "{} is launch-bound: the GPU is busy {:.1}% of its wall",
-            capitalize(stage),
-            s.map_or(0.0, |s| s.gpu_busy_pct)
-        );
-        if let Some(n) = per_step {
-            sentence.push_str(&format!(", running {n} kernels per step"));
-        }
-        if let (Some(s), Some(l)) = (s, launch) {
-            if s.kernels > 0 {
-                sentence.push_str(&format!(
-                    "; kernels average {:.1} µs while each launch costs {l} of CPU time",
-                    s.kernel_ns as f64 / s.kernels as f64 / 1e3
-                ));
-            }
-        }
-        sentence.push_str("; CUDA graphs (or torch.compile) are the first fix.");
-        out.push(sentence);
+        .filter(|f| f.id == "busy_kernels")
+        .min_by_key(|f| !is_decode(f.stage.as_deref()));
+    if let Some(f) = busy {
+        out.push(format!("{}.", f.title));
     }
     if let Some(f) = a.findings.iter().find(|f| f.id == "top_kernels") {
         out.push(format!(
@@ -108,6 +77,67 @@ pub fn write(bundle: &Bundle, a: &Analysis) -> String {
         }
     }
     out.join(" ")
+}
+
+fn is_decode(stage: Option<&str>) -> bool {
+    stage.is_some_and(|s| StageRole::of_name(s) == StageRole::Decode)
+}
+
+/// The decode stage's launch- or host-bound finding (it matters most to serving), else the
+/// first one (findings come in stage order), as a sentence built from the stage's launch facts.
+fn host_sentence(bundle: &Bundle, a: &Analysis) -> Option<String> {
+    let f = a
+        .findings
+        .iter()
+        .filter(|f| f.id == "launch_bound" || f.id == "host_bound")
+        .min_by_key(|f| !is_decode(f.stage.as_deref()))?;
+    let stage = f.stage.as_deref()?;
+    let s = bundle.stages.iter().find(|s| s.name == stage)?;
+    let facts = a
+        .stages
+        .iter()
+        .find(|x| x.stage == s.id)
+        .and_then(|x| x.launch.as_ref());
+    let kind = if f.id == "launch_bound" {
+        "launch"
+    } else {
+        "host"
+    };
+    let mut sentence = format!(
+        "{} is {kind}-bound: the GPU is busy {:.1}% of its wall",
+        capitalize(stage),
+        s.gpu_busy_pct
+    );
+    if let Some(l) = facts.and_then(|f| f.launches_per_step) {
+        sentence.push_str(&format!(", with {l:.0} launch calls per step"));
+        if let Some(g) = facts
+            .and_then(|f| f.graph_launches_per_step)
+            .filter(|&g| g > 0.0)
+        {
+            sentence.push_str(&format!(" ({g:.0} of them CUDA graph launches)"));
+        }
+    }
+    let graphs = s.graph_launches > 0;
+    match (f.id.as_str(), graphs) {
+        ("launch_bound", false) => {
+            if let (Some(w), Some(c)) = (
+                facts.and_then(|f| f.gpu_ns_per_launch),
+                facts.and_then(|f| f.launch_call_ns),
+            ) {
+                sentence.push_str(&format!(
+                    "; each call gives the GPU {:.1} µs of work and costs {:.1} µs of CPU time",
+                    w / 1e3,
+                    c / 1e3
+                ));
+            }
+            sentence.push_str("; CUDA graphs (or torch.compile) are the first fix.");
+        }
+        ("launch_bound", true) => {
+            sentence.push_str("; the launches outside its CUDA graphs are the next fix.")
+        }
+        _ => sentence.push_str("; the idle time is host work between launches, not the launches."),
+    }
+    Some(sentence)
 }
 
 /// `decode` → `Decode`, for a stage name that starts a sentence.

@@ -205,6 +205,7 @@ pub fn stages(
                 intensity,
                 bound: bound.to_string(),
                 note: work.note,
+                launch: crate::launches::facts(bundle, stage, role),
             }
         })
         .collect()

@@ -161,6 +161,42 @@ pub struct StageAnalysis {
     /// Why values are missing, or how they were obtained.
     #[serde(default)]
     pub note: Option<String>,
+    /// How the host fed the GPU: launch calls and CUDA graph launches (per decode step where
+    /// the steps are known), kernels per graph, GPU time inside graphs. `None` in older
+    /// bundles.
+    #[serde(default)]
+    pub launch: Option<LaunchFacts>,
+}
+
+/// How the host fed the GPU in one stage, from its launch calls: a CUDA graph launch is one
+/// call however many kernels it ran. Per-step figures are over decode steps (batch-wide
+/// forward steps) and are `None` for other stages or when the steps are unknown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaunchFacts {
+    /// Decode steps over all instances, when known.
+    #[serde(default)]
+    pub steps: Option<u64>,
+    /// Host launch calls that ran GPU work, graph launches included, per step.
+    #[serde(default)]
+    pub launches_per_step: Option<f64>,
+    /// Kernels per step; `None` when graphs were traced whole (their kernels are unknown).
+    #[serde(default)]
+    pub kernels_per_step: Option<f64>,
+    #[serde(default)]
+    pub graph_launches_per_step: Option<f64>,
+    /// Kernels one graph launch ran, on average; `None` without graph launches or when graphs
+    /// were traced whole.
+    #[serde(default)]
+    pub kernels_per_graph: Option<f64>,
+    /// Share of the stage's GPU busy time inside graphs, percent; `None` without graphs.
+    #[serde(default)]
+    pub graph_share_pct: Option<f64>,
+    /// GPU busy time per launch call, ns: how much work each call gave the GPU.
+    #[serde(default)]
+    pub gpu_ns_per_launch: Option<f64>,
+    /// Mean host time of one launch call (the CUDA API call itself), ns.
+    #[serde(default)]
+    pub launch_call_ns: Option<f64>,
 }
 
 /// Run-level serving numbers.

@@ -119,8 +119,8 @@ mod timeline;
 mod workload;
 
 pub use analysis::{
-    is_warmup, Analysis, Finding, KernelAnalysis, ModelSummary, Peak, RunMetrics, StageAnalysis,
-    StageRole,
+    is_warmup, Analysis, Finding, KernelAnalysis, LaunchFacts, ModelSummary, Peak, RunMetrics,
+    StageAnalysis, StageRole,
 };
 pub use capture::{
     Capture, CompileRecord, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord,

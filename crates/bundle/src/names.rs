@@ -253,10 +253,15 @@ fn cast_end(bytes: &[u8], open: usize) -> Option<usize> {
     (is_int_type && number_follows).then_some(close + 1)
 }
 
-/// The coarse category of a kernel, from its (demangled) name. Rules are checked in order, so
-/// a cuDNN SDPA kernel using wgmma is attention, not gemm, and cuBLAS's split-K reduction is
-/// gemm, not reduction.
+/// The coarse category of a kernel, from its (demangled) name. Kernels torch.compile
+/// generates are classified by Inductor's prefix first (their names list every fused op, so a
+/// pointwise kernel around attention would otherwise read as attention); other rules are
+/// checked in order, so a cuDNN SDPA kernel using wgmma is attention, not gemm, and cuBLAS's
+/// split-K reduction is gemm, not reduction.
 pub fn category(name: &str) -> Category {
+    if let Some(c) = inductor_category(name) {
+        return c;
+    }
     const RULES: &[(Category, &[&str])] = &[
         // Random number generation (`normal_distribution`) before the `norm` of reductions.
         (
@@ -379,6 +384,27 @@ pub fn category(name: &str) -> Category {
     Category::Other
 }
 
+/// Inductor's Triton kernel kinds: `triton_poi_` pointwise, `triton_red_` reductions,
+/// `triton_per_` persistent reductions (norms, softmax), `triton_tem_` templates (mm/bmm,
+/// flex attention). `None` for any other name, hand-written Triton kernels included.
+fn inductor_category(name: &str) -> Option<Category> {
+    let lower = name.trim_start_matches("void ").to_ascii_lowercase();
+    let kind = lower.strip_prefix("triton_")?;
+    if kind.starts_with("poi_") {
+        Some(Category::Elementwise)
+    } else if kind.starts_with("red_") || kind.starts_with("per_") {
+        Some(Category::ReductionNorm)
+    } else if kind.starts_with("tem_") {
+        Some(if lower.contains("attention") {
+            Category::Attention
+        } else {
+            Category::Gemm
+        })
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,5 +519,25 @@ mod tests {
         // torch.randn on the GPU (seen in an H200 nsys capture): not a normalization.
         assert_eq!(category("void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, (int)4, void at::native::templates::cuda::normal_and_transform<float, float, at::CUDAGeneratorImpl *>(at::TensorIteratorBase &, T3, T4)::[lambda(curandStatePhilox4_32_10 *) (instance 2)]>(long, at::PhiloxCudaState, T3, T4)"), Elementwise);
         assert_eq!(category("some_custom_thing"), Other);
+    }
+
+    /// Names of Triton kernels torch.compile(mode="reduce-overhead") generated for the H100
+    /// captures of 2026-11-23 (tests/fixtures/h100-cuda-graphs, the sample runs).
+    #[test]
+    fn inductor_triton_kernels_by_prefix() {
+        use Category::*;
+        for (name, cat) in [
+            ("triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_add_arange_bmm_cat_clone_cos_expand_le_mul_neg_scalar_tensor_sin_slice_transpose_unsqueeze_view_where_5", Elementwise),
+            ("triton_poi_fused__unsafe_view_mul_silu_8", Elementwise),
+            ("triton_per_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0", ReductionNorm),
+            ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_12", ReductionNorm),
+            ("triton_tem_fused_mm_4", Gemm),
+            ("triton_tem_fused_flex_attention_0", Attention),
+            // Hand-written Triton kernels keep the name rules.
+            ("_fwd_kernel_flash_attention", Attention),
+            ("triton_matmul_kernel", Gemm),
+        ] {
+            assert_eq!(category(name), cat, "{name}");
+        }
     }
 }

@@ -528,6 +528,7 @@ fn roofline_places_stages_under_the_roof() {
         intensity: Some(intensity),
         bound: "memory-bound".into(),
         note: None,
+        launch: None,
     };
     b.analysis = Some(Analysis {
         peak: Some(Peak {

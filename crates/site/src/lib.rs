@@ -10,6 +10,8 @@
 //! * A rebuild re-renders only runs whose `bundle.json` changed (a hash per run is kept in
 //!   `<out>/.llmprof-site-cache.json`).
 
+mod before_after;
+pub mod launches;
 mod markdown;
 mod pages;
 pub mod view;

@@ -121,6 +121,8 @@ struct ComparePage<'a> {
     mix: TableView,
     stages_chart: Option<Svg>,
     mix_chart: Option<Svg>,
+    /// Before/after pairs: (heading, table).
+    pairs: Vec<(String, TableView)>,
 }
 
 fn render_err(what: &str) -> impl Fn(askama::Error) -> SiteError + '_ {
@@ -305,6 +307,19 @@ pub fn compare_page(site_runs: &[SiteRun]) -> Result<String, SiteError> {
             mix.rows.push(row);
         }
     }
+    let pairs = crate::before_after::pairs(&bundles)
+        .into_iter()
+        .map(|(before, after)| {
+            let target = bundles[after]
+                .capture
+                .as_ref()
+                .map_or(String::new(), |c| c.target.clone());
+            (
+                format!("{target}: eager and optimized"),
+                crate::before_after::table(bundles[before], bundles[after]),
+            )
+        })
+        .collect();
     let refs = &bundles;
     ComparePage {
         root: "",
@@ -317,6 +332,7 @@ pub fn compare_page(site_runs: &[SiteRun]) -> Result<String, SiteError> {
         mix,
         stages_chart: llmprof_charts::compare_stages(refs).map(Safe),
         mix_chart: llmprof_charts::compare_category_mix(refs).map(Safe),
+        pairs,
     }
     .render()
     .map_err(render_err("the compare page"))

@@ -13,6 +13,11 @@ pub struct TableView {
 
 impl TableView {
     fn new(headers: &[(&str, bool)]) -> Self {
+        Self::with_headers(headers)
+    }
+
+    /// An empty table with `(header, numeric)` columns.
+    pub fn with_headers(headers: &[(&str, bool)]) -> Self {
         TableView {
             headers: headers.iter().map(|(h, _)| h.to_string()).collect(),
             numeric: headers.iter().map(|(_, n)| *n).collect(),
@@ -21,6 +26,11 @@ impl TableView {
     }
 
     fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// Appends a row.
+    pub fn push(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
@@ -113,6 +123,11 @@ pub struct RunView {
     pub command: Option<String>,
     pub tools: String,
     pub diagnostics: TableView,
+    /// Launch calls and CUDA graphs per stage, and how graphs were traced.
+    pub launches: TableView,
+    pub graph_note: Option<String>,
+    /// How the capture compiled the decode step, per pass.
+    pub compile: TableView,
     /// Index-page columns.
     pub index: IndexRow,
 }
@@ -733,6 +748,9 @@ impl RunView {
             command: e.command.clone(),
             tools,
             diagnostics,
+            launches: crate::launches::launch_table(b),
+            graph_note: crate::launches::graph_trace_note(b),
+            compile: crate::launches::compile_table(b),
             index,
         }
     }

@@ -1,0 +1,111 @@
+//! Two tables shared by the run page, `report.md` and `llmprof show`: how the host fed the GPU
+//! per stage (launch calls, CUDA graph launches, kernels per graph, GPU time inside graphs,
+//! from the analysis' launch facts), and how the capture compiled the decode step.
+
+use llmprof_bundle::{Bundle, GraphTrace};
+
+use crate::view::{thousands, TableView};
+
+/// One row per analysed stage that launched GPU work; empty when none did or the bundle has
+/// no analysis.
+pub fn launch_table(b: &Bundle) -> TableView {
+    let mut t = TableView::with_headers(&[
+        ("Stage", false),
+        ("Launch calls", true),
+        ("CUDA graph launches", true),
+        ("Calls / step", true),
+        ("Graphs / step", true),
+        ("Kernels / step", true),
+        ("Kernels / graph", true),
+        ("GPU time in graphs (%)", true),
+        ("GPU work / call (µs)", true),
+        ("Call (µs)", true),
+    ]);
+    let Some(a) = &b.analysis else {
+        return t;
+    };
+    // Counts per step: 1032, 4.0, 1.5.
+    let f1 = |v: Option<f64>| match v {
+        None => "–".into(),
+        Some(x) if x >= 100.0 => format!("{x:.0}"),
+        Some(x) => format!("{x:.1}"),
+    };
+    let us = |v: Option<f64>| v.map_or("–".into(), |x| format!("{:.1}", x / 1e3));
+    for sa in &a.stages {
+        let (Some(f), Some(s)) = (&sa.launch, b.stage(sa.stage)) else {
+            continue;
+        };
+        t.push(vec![
+            sa.name.clone(),
+            thousands(s.launches),
+            thousands(s.graph_launches),
+            f1(f.launches_per_step),
+            f1(f.graph_launches_per_step),
+            f1(f.kernels_per_step),
+            f1(f.kernels_per_graph),
+            f1(f.graph_share_pct),
+            us(f.gpu_ns_per_launch),
+            us(f.launch_call_ns),
+        ]);
+    }
+    t
+}
+
+/// How CUDA graphs were traced, for the note under the launch table.
+pub fn graph_trace_note(b: &Bundle) -> Option<String> {
+    match b.totals.graph_trace? {
+        GraphTrace::Node => Some(format!(
+            "{} kernels ran inside {} CUDA graph launches, traced one by one (node level). A \
+             graph launch is one launch call; per-step figures divide by the decode steps.",
+            thousands(b.totals.graph_kernels),
+            thousands(b.totals.graph_launches)
+        )),
+        GraphTrace::Graph => Some(format!(
+            "{} CUDA graph launches were traced whole (graph level): their GPU time counts in \
+             busy time, but the kernels inside them are unknown; capture with \
+             `--cuda-graph-trace node` to see them.",
+            thousands(b.totals.graphs)
+        )),
+    }
+}
+
+/// One row per pass that compiled the decode step (`[optimize]`); empty for eager runs.
+pub fn compile_table(b: &Bundle) -> TableView {
+    let mut t = TableView::with_headers(&[
+        ("Pass", false),
+        ("torch.compile mode", false),
+        ("KV cache", false),
+        ("Compile (s)", true),
+        ("Graph capture (s)", true),
+        ("Result", false),
+    ]);
+    let secs = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.2}"));
+    for r in b.capture.iter().flat_map(|c| &c.compile) {
+        let result = match r.status.as_str() {
+            "failed" => format!(
+                "failed in {} at {}: {}; the pass measured the eager step",
+                r.failed_part.as_deref().unwrap_or("compile"),
+                r.location.as_deref().unwrap_or("?"),
+                r.error
+                    .as_deref()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            ),
+            _ if !r.cudagraphs_skipped.is_empty() => {
+                format!("compiled without CUDA graphs: {}", r.cudagraphs_skipped[0])
+            }
+            other => other.to_string(),
+        };
+        t.push(vec![
+            r.pass.clone(),
+            r.mode.clone(),
+            r.cache.clone(),
+            secs(r.compile_s),
+            secs(r.capture_s),
+            result,
+        ]);
+    }
+    t
+}

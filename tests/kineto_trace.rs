@@ -140,3 +140,29 @@ fn with_nsys_the_trace_gives_operators_only() {
         .iter()
         .any(|s| s.stage == decode.id && s.device_ns > 0));
 }
+
+/// The PyTorch profiler's trace of the CUDA-graph decode (H100): kernels replayed from the
+/// graph share the correlation id of `cudaGraphLaunch` and belong to the range that launch was
+/// called in, with one GPU op per launch as Nsight Systems counts them.
+#[test]
+fn graph_replayed_kernels_belong_to_the_range_of_their_graph_launch() {
+    let req = IngestRequest {
+        kineto: Some(fixture("h100-cuda-graphs/kineto_trace.json.gz")),
+        ..Default::default()
+    };
+    let i = ingest(&req, &mut |_| {}).expect("ingest");
+    let b = &i.bundle;
+    let decode = b.stages.iter().find(|s| s.name == "decode").unwrap();
+    // One measured iteration: 16 steps, each one graph launch of 40 kernels, an input copy
+    // and the argmax.
+    assert_eq!(decode.instances, 1);
+    assert_eq!((decode.graph_launches, decode.graph_kernels), (16, 640));
+    assert_eq!(decode.kernels, 640 + 32);
+    assert_eq!(decode.gpu_ops, 48, "a graph launch is one GPU op");
+    assert_eq!(b.totals.graph_trace, Some(llmprof_bundle::GraphTrace::Node));
+    assert_eq!(b.totals.graph_kernels, 640);
+    // Every graph kernel in the trace is attributed to decode, the range its cudaGraphLaunch
+    // was called in (the profiler window holds one prefill and one decode).
+    assert_eq!(b.totals.graph_kernels, decode.graph_kernels);
+    assert_eq!(b.totals.graph_launches, decode.graph_launches);
+}

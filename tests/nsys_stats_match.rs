@@ -81,6 +81,24 @@ fn node_level_export_equals_nsys_stats() {
     check_cuda_gpu_kern_sum(b, &stats);
 }
 
+/// A real model's compiled decode at node level: Qwen2.5-0.5B shape, 484 kernels per graph.
+#[test]
+fn compiled_qwen_node_level_export_equals_nsys_stats() {
+    let b = ingest_nsys(graphs_fixture(
+        "qwen2.5-0.5b-compiled/nsys_node_level.sqlite.gz",
+    ));
+    let stats = graphs_fixture("qwen2.5-0.5b-compiled/nsys_stats");
+    check_nvtx_sum(&b, &stats);
+    check_nvtx_gpu_proj_sum(&b, &stats);
+    check_cuda_gpu_kern_sum(&b, &stats);
+    let d = stage(&b, ":decode");
+    // 3 instances x 64 steps, one graph launch per step: NVIDIA counts 4 GPU ops per step.
+    assert_eq!(
+        (d.gpu_ops, d.graph_launches, d.graph_kernels),
+        (768, 192, 192 * 484)
+    );
+}
+
 /// Graph level: the 16 graph launches per decode instance are busy time and graph launches,
 /// not kernels; node level: the same launches ran 40 kernels each. NVIDIA's GPU-op count and
 /// the kernel count are both kept.

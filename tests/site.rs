@@ -297,6 +297,8 @@ fn sample_runs_show_capture_overhead_and_nvml() {
         site.as_os_str(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    before_and_after_pairs(&site, &String::from_utf8_lossy(&o.stderr));
+    compiled_run_page_shows_graphs_and_compile(&site);
     for run in [
         "runs/20261122-040409-qwen2.5-0.5b-deep",
         "runs/20261122-040129-qwen3-moe-small-standard",
@@ -334,4 +336,75 @@ fn sample_runs_show_capture_overhead_and_nvml() {
         let md = read(&site.join(run).join("report.md"));
         assert!(md.contains("## Profiling overhead") && md.contains("| Overhead (%) |"));
     }
+}
+
+/// The compare page pairs each compiled sample run with the eager run of the same target and
+/// workload captured closest in time, with latency from the unprofiled baseline; the fp32
+/// batch-16 run has no eager twin and is not paired. `site build` names the pairs.
+fn before_and_after_pairs(site: &Path, stderr: &str) {
+    let page = read(&site.join("compare.html"));
+    assert!(page.contains("id=\"before-after\""));
+    let section =
+        &page[page.find("id=\"before-after\"").unwrap()..page.find("id=\"compare-live\"").unwrap()];
+    for pair in [
+        (
+            "20261123-154903-qwen2.5-0.5b-standard",
+            "20261123-155206-qwen2.5-0.5b-deep-reduce-overhead",
+        ),
+        (
+            "20261122-040129-qwen3-moe-small-standard",
+            "20261123-155734-qwen3-moe-small-standard-reduce-overhead",
+        ),
+        (
+            "20261122-035856-deepseek-ocr2-standard",
+            "20261123-160233-deepseek-ocr2-light-reduce-overhead",
+        ),
+    ] {
+        assert!(
+            section.contains(pair.0) && section.contains(pair.1),
+            "{pair:?}"
+        );
+        assert!(
+            stderr.contains(&format!("before/after: {} → {}", pair.0, pair.1)),
+            "{stderr}"
+        );
+    }
+    assert!(
+        !section.contains("20261123-160018"),
+        "the fp32 batch-16 run has no eager twin"
+    );
+    // qwen2.5-0.5b: baseline decode 1699.8 ms and 103.7 ms over 64 steps.
+    for needle in [
+        "TPOT, unprofiled median (ms)",
+        "26.6",
+        "1.62",
+        "16.4× faster",
+        "+76.4 points",
+        "÷258.0",
+    ] {
+        assert!(section.contains(needle), "before/after lacks {needle}");
+    }
+}
+
+/// The compiled run's page: launches and CUDA graphs per stage, and the compile rows.
+fn compiled_run_page_shows_graphs_and_compile(site: &Path) {
+    let run = site.join("runs/20261123-155206-qwen2.5-0.5b-deep-reduce-overhead");
+    let page = read(&run.join("index.html"));
+    for needle in [
+        "id=\"launches-table\"",
+        "155,848 kernels ran inside 322 CUDA graph launches",
+        "id=\"compile-table\"",
+        "reduce-overhead",
+        "38.31",
+        "Decode keeps the GPU busy (82.9%)",
+        "Decode is memory-bound",
+    ] {
+        assert!(page.contains(needle), "compiled run page lacks {needle}");
+    }
+    let md = read(&run.join("report.md"));
+    assert!(
+        md.contains("## Launches and CUDA graphs")
+            && md.contains("| decode | 768 | 192 | 4.0 | 1.0 | 486 | 484 | 99.2 |"),
+        "{md}"
+    );
 }

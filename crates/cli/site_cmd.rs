@@ -46,6 +46,14 @@ pub fn build(args: SiteBuildArgs) -> Result<()> {
         "{} run(s): {} rendered, {} unchanged",
         report.runs, report.rendered, report.unchanged
     );
+    let compare = report.index.with_file_name("compare.html");
+    for (before, after) in &report.before_after {
+        let _ = writeln!(
+            err,
+            "before/after: {before} → {after} ({}#before-after)",
+            compare.display()
+        );
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "Site written to {}", report.index.display())?;
     Ok(())

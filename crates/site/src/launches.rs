@@ -55,8 +55,7 @@ pub fn launch_table(b: &Bundle) -> TableView {
 pub fn graph_trace_note(b: &Bundle) -> Option<String> {
     match b.totals.graph_trace? {
         GraphTrace::Node => Some(format!(
-            "{} kernels ran inside {} CUDA graph launches, traced one by one (node level). A \
-             graph launch is one launch call; per-step figures divide by the decode steps.",
+            "{} kernels ran inside {} CUDA graph launches, traced one by one (node level).",
             thousands(b.totals.graph_kernels),
             thousands(b.totals.graph_launches)
         )),

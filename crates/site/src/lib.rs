@@ -58,6 +58,8 @@ pub struct BuildReport {
     /// Run directories skipped, with the reason (a bundle that does not parse, say).
     pub skipped: Vec<String>,
     pub index: PathBuf,
+    /// Eager/optimized run pairs on the compare page (`compare.html#before-after`).
+    pub before_after: Vec<(String, String)>,
 }
 
 /// A step of the build, for progress display.
@@ -283,6 +285,11 @@ pub fn build(
     write(&cache_path, cache_text.as_bytes())?;
     report.runs = runs.len();
     report.index = index;
+    let bundles: Vec<&Bundle> = runs.iter().map(|r| &r.bundle).collect();
+    report.before_after = before_after::pairs(&bundles)
+        .into_iter()
+        .map(|(b, a)| (runs[b].id.clone(), runs[a].id.clone()))
+        .collect();
     Ok(report)
 }
 

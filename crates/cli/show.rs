@@ -142,21 +142,7 @@ fn capture(s: &mut String, b: &Bundle, c: &llmprof_bundle::Capture, width: usize
             b.iteration_cv_pct
         ));
     }
-    if !c.overrides.is_empty() {
-        s.push_str(&format!("  set       {}\n", c.overrides.join(", ")));
-    }
-    if let Some(level) = &c.cuda_graph_trace {
-        s.push_str(&format!(
-            "  graphs    nsys traced CUDA graphs at {level} level\n"
-        ));
-    }
-    let compile = llmprof_site::launches::compile_table(b);
-    if !compile.is_empty() {
-        s.push_str(
-            "  compile   the decode step, before each pass's warm-up (outside measured ranges):\n",
-        );
-        s.push_str(&from_view(&compile).render(width));
-    }
+    optimize(s, b, c, width);
     for o in &c.overhead {
         s.push_str(&format!(
             "  overhead  {} pass on {}: {:+.1}% ({} → {} ms median){}\n",
@@ -193,6 +179,25 @@ fn capture(s: &mut String, b: &Bundle, c: &llmprof_bundle::Capture, width: usize
     }
     for m in &c.missing {
         s.push_str(&wrap(&format!("missing   {m}"), width, 2));
+    }
+}
+
+/// `--set` overrides, how nsys traced CUDA graphs, and each pass's compile of the decode step.
+fn optimize(s: &mut String, b: &Bundle, c: &llmprof_bundle::Capture, width: usize) {
+    if !c.overrides.is_empty() {
+        s.push_str(&format!("  set       {}\n", c.overrides.join(", ")));
+    }
+    if let Some(level) = &c.cuda_graph_trace {
+        s.push_str(&format!(
+            "  graphs    nsys traced CUDA graphs at {level} level\n"
+        ));
+    }
+    let compile = llmprof_site::launches::compile_table(b);
+    if !compile.is_empty() {
+        s.push_str(
+            "  compile   the decode step, before each pass's warm-up (outside measured ranges):\n",
+        );
+        s.push_str(&from_view(&compile).render(width));
     }
 }
 

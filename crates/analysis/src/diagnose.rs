@@ -517,19 +517,12 @@ fn compile_findings(bundle: &Bundle) -> Vec<Finding> {
             ),
             evidence: failed
                 .iter()
-                .map(|r| {
-                    format!(
-                        "{} pass: {} failed at {}: {} (capture record)",
+                .filter_map(|r| {
+                    Some(format!(
+                        "{} pass: {} (capture record)",
                         r.pass,
-                        r.failed_part.as_deref().unwrap_or("compile"),
-                        r.location.as_deref().unwrap_or("an unknown place"),
-                        r.error
-                            .as_deref()
-                            .unwrap_or("")
-                            .lines()
-                            .next()
-                            .unwrap_or("")
-                    )
+                        r.failure()?
+                    ))
                 })
                 .collect(),
             recommendation: "The numbers of this run are eager numbers. Fix or exclude the part \

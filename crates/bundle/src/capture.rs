@@ -108,6 +108,26 @@ pub struct CompileRecord {
     pub cudagraphs_skipped: Vec<String>,
 }
 
+impl CompileRecord {
+    /// `compile failed at modeling_x.py:211 in forward: Unsupported: ...` (the error's first
+    /// line) when compiling failed, else `None`.
+    pub fn failure(&self) -> Option<String> {
+        (self.status == "failed").then(|| {
+            format!(
+                "{} failed at {}: {}",
+                self.failed_part.as_deref().unwrap_or("compile"),
+                self.location.as_deref().unwrap_or("an unknown place"),
+                self.error
+                    .as_deref()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            )
+        })
+    }
+}
+
 /// Energy of one stage of the baseline pass, from the NVML power samples integrated over the
 /// stage's windows (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

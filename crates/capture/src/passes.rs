@@ -84,28 +84,7 @@ pub fn run(
         .opts
         .repeats
         .unwrap_or(target.map_or(1, |t| t.run.repeats));
-    let mut capture = Capture {
-        target: name.clone(),
-        target_config: match (target, &plan.command) {
-            (Some(t), _) => serde_json::to_value(t).unwrap_or_default(),
-            (None, Some(c)) => json!({"command": c.command, "stages": c.stages}),
-            (None, None) => serde_json::Value::Null,
-        },
-        mode: plan.opts.mode.as_str().into(),
-        command: plan.command.as_ref().map(|c| c.command.clone()),
-        overrides: plan.opts.overrides.iter().map(|o| o.text.clone()).collect(),
-        cuda_graph_trace: plan
-            .passes
-            .iter()
-            .any(|p| crate::pass_kind(p) == "nsys")
-            .then(|| plan.opts.cuda_graph_trace.as_str().to_string()),
-        stage_names: plan
-            .command
-            .as_ref()
-            .map(|c| c.stages.clone())
-            .unwrap_or_default(),
-        ..Capture::default()
-    };
+    let mut capture = capture_record(plan, &name);
     let sampler = match Sampler::start(plan.opts.device, Duration::from_millis(20)) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -480,6 +459,34 @@ pub fn run(
         capture,
         nvml,
     })
+}
+
+/// What the capture records before any pass runs: the target (overrides applied) or the
+/// command, the mode, and how nsys will trace CUDA graphs.
+fn capture_record(plan: &Plan, name: &str) -> Capture {
+    let target = plan.target.as_ref();
+    Capture {
+        target: name.to_string(),
+        target_config: match (target, &plan.command) {
+            (Some(t), _) => serde_json::to_value(t).unwrap_or_default(),
+            (None, Some(c)) => json!({"command": c.command, "stages": c.stages}),
+            (None, None) => serde_json::Value::Null,
+        },
+        mode: plan.opts.mode.as_str().into(),
+        command: plan.command.as_ref().map(|c| c.command.clone()),
+        overrides: plan.opts.overrides.iter().map(|o| o.text.clone()).collect(),
+        cuda_graph_trace: plan
+            .passes
+            .iter()
+            .any(|p| crate::pass_kind(p) == "nsys")
+            .then(|| plan.opts.cuda_graph_trace.as_str().to_string()),
+        stage_names: plan
+            .command
+            .as_ref()
+            .map(|c| c.stages.clone())
+            .unwrap_or_default(),
+        ..Capture::default()
+    }
 }
 
 /// The driver's plan for one pass of a target.

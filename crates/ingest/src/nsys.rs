@@ -116,6 +116,15 @@ impl Export<'_> {
         self.tables.contains(table)
     }
 
+    /// `column` when `table` has it, else `NULL`, for a SELECT list.
+    fn column_or_null<'c>(&self, table: &str, column: &'c str) -> &'c str {
+        if self.columns(table).contains(column) {
+            column
+        } else {
+            "NULL"
+        }
+    }
+
     fn columns(&self, table: &str) -> HashSet<String> {
         let Ok(mut stmt) = self.conn.prepare(&format!("PRAGMA table_info({table})")) else {
             return HashSet::new();
@@ -340,11 +349,7 @@ impl Export<'_> {
             if !self.has(table) {
                 continue;
             }
-            let name = if self.columns(table).contains("nameId") {
-                "nameId"
-            } else {
-                "NULL"
-            };
+            let name = self.column_or_null(table, "nameId");
             let mut stmt = self
                 .conn
                 .prepare(&format!(
@@ -407,11 +412,7 @@ impl Export<'_> {
         if !self.has(GRAPHS) {
             return Ok(());
         }
-        let id = if self.columns(GRAPHS).contains("graphId") {
-            "graphId"
-        } else {
-            "NULL"
-        };
+        let id = self.column_or_null(GRAPHS, "graphId");
         let mut stmt = self
             .conn
             .prepare(&format!(
@@ -573,13 +574,7 @@ impl Export<'_> {
     ) -> Result<(), IngestError> {
         const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
         const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
-        let node = |table: &str| {
-            if self.columns(table).contains("graphNodeId") {
-                "graphNodeId"
-            } else {
-                "NULL"
-            }
-        };
+        let node = |table: &str| self.column_or_null(table, "graphNodeId");
         if self.has(MEMCPY) {
             let directions = self.enum_labels("ENUM_CUDA_MEMCPY_OPER");
             let mut stmt = self

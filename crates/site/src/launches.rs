@@ -80,22 +80,10 @@ pub fn compile_table(b: &Bundle) -> TableView {
     ]);
     let secs = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.2}"));
     for r in b.capture.iter().flat_map(|c| &c.compile) {
-        let result = match r.status.as_str() {
-            "failed" => format!(
-                "failed in {} at {}: {}; the pass measured the eager step",
-                r.failed_part.as_deref().unwrap_or("compile"),
-                r.location.as_deref().unwrap_or("?"),
-                r.error
-                    .as_deref()
-                    .unwrap_or("")
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-            ),
-            _ if !r.cudagraphs_skipped.is_empty() => {
-                format!("compiled without CUDA graphs: {}", r.cudagraphs_skipped[0])
-            }
-            other => other.to_string(),
+        let result = match (r.failure(), r.cudagraphs_skipped.first()) {
+            (Some(f), _) => format!("{f}; the pass measured the eager step"),
+            (None, Some(skip)) => format!("compiled without CUDA graphs: {skip}"),
+            (None, None) => r.status.clone(),
         };
         t.push(vec![
             r.pass.clone(),

@@ -475,7 +475,11 @@ pub struct Stage {
     pub launch_api_ns: u64,
     /// Union of attributed GPU op intervals (graph spans included), summed over instances.
     pub gpu_busy_ns: u64,
-    /// `gpu_busy_ns / wall_ns`, in percent.
+    /// `gpu_busy_ns` over the stage's window, in percent: the instances' wall time, each
+    /// extended to the end of its GPU work where that outlasts the range (a range closed
+    /// before the GPU finished what it launched, such as PyTorch's per-call annotations of a
+    /// compiled graph). Equal to `gpu_busy_ns / wall_ns` for ranges that synchronize before
+    /// they close, as llmprof's driver's do; at most 100.
     pub gpu_busy_pct: f64,
     /// Of `launches`, the CUDA graph launches (`cudaGraphLaunch`): one host call each, however
     /// many kernels the graph ran.

@@ -339,6 +339,7 @@ impl TraceConverter {
                     a.gpu_start = Some(a.gpu_start.map_or(op.start, |s: i64| s.min(op.start)));
                     a.gpu_end = Some(a.gpu_end.map_or(op.end, |e: i64| e.max(op.end)));
                 }
+                a.last_end = Some(a.last_end.map_or(op.end, |e: i64| e.max(op.end)));
                 intervals.push((r, op.graph.is_some(), op.start, op.end));
                 let stage = self.ranges[r as usize].stage;
                 if !seen_stages.contains(&stage) {
@@ -350,6 +351,9 @@ impl TraceConverter {
             }
         }
         self.count_launches(attribution, graph_launch, &mut inst);
+        for (a, r) in inst.iter_mut().zip(&self.ranges) {
+            a.window_ns = span(r.start, a.last_end.map_or(r.end, |e| e.max(r.end)));
+        }
         intervals.sort_unstable();
         for chunk in intervals.chunk_by(|a, b| a.0 == b.0) {
             let a = &mut inst[chunk[0].0 as usize];
@@ -455,7 +459,7 @@ impl TraceConverter {
                     launches: sum(&|a| a.launches),
                     launch_api_ns: sum(&|a| a.launch_ns),
                     gpu_busy_ns,
-                    gpu_busy_pct: pct(gpu_busy_ns, wall.total_ns),
+                    gpu_busy_pct: pct(gpu_busy_ns, sum(&|a| a.window_ns)),
                     graph_launches: sum(&|a| a.graph_launches),
                     graph_kernels: sum(&|a| a.graph_kernels),
                     graph_busy_ns: sum(&|a| a.graph_busy),
@@ -703,6 +707,10 @@ struct InstanceAcc {
     gpu_end: Option<i64>,
     busy: u64,
     graph_busy: u64,
+    /// End of the last attributed GPU op, graph spans included.
+    last_end: Option<i64>,
+    /// The range's wall time, extended to `last_end` when its GPU work outlasts it.
+    window_ns: u64,
 }
 
 /// Range order, nesting depth and enclosing range per thread.
@@ -1066,6 +1074,25 @@ mod tests {
             ("CUDA graph 4", Category::CudaGraph)
         );
         assert_eq!(p.timeline.kernels.kernel.len(), 2);
+    }
+
+    /// A range closed before the GPU ran what it launched (PyTorch's `## Call CompiledFxGraph
+    /// ##` annotation around one graph replay): busy time is measured over the range's window
+    /// extended to its GPU work, so it is never above 100%.
+    #[test]
+    fn busy_share_of_a_range_that_closes_before_its_gpu_work() {
+        let mut c = TraceConverter::new();
+        c.handle_range(range(10, "call", 0, 100));
+        c.handle_launch(launch(10, 10, 1, true));
+        c.handle_gpu_op(kernel(1, 150, 250));
+        let mut d = Diagnostics::new(Source::Kineto, "x");
+        let p = c.finish(&mut d);
+        let s = &p.stages[0];
+        assert_eq!((s.wall_ns, s.gpu_busy_ns), (100, 100));
+        assert_eq!(
+            s.gpu_busy_pct, 40.0,
+            "100 ns busy in a 250 ns window, not 100% of 100 ns"
+        );
     }
 
     #[test]

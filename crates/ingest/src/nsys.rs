@@ -429,17 +429,12 @@ impl Export<'_> {
             };
             let graph = r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0);
             spans += 1;
-            conv.handle_gpu_op(GpuOpRecord {
-                process: t.process,
-                correlation: t.correlation,
-                stream: t.stream,
-                start: t.start,
-                end: t.end,
-                op: GpuOp::Graph {
+            conv.handle_gpu_op(t.record(
+                GpuOp::Graph {
                     graph: u32::try_from(graph).unwrap_or(u32::MAX),
                 },
-                graph: None,
-            });
+                None,
+            ));
         }
         diags.note_n(
             "nsys.graphs_traced_whole",
@@ -536,19 +531,14 @@ impl Export<'_> {
             if let Some(dev) = r.get::<_, Option<i64>>(15).map_err(err)? {
                 *devices.entry(dev).or_default() += 1;
             }
-            conv.handle_gpu_op(GpuOpRecord {
-                process: t.process,
-                correlation: t.correlation,
-                stream: t.stream,
-                start: t.start,
-                end: t.end,
-                op: GpuOp::Kernel {
+            conv.handle_gpu_op(t.record(
+                GpuOp::Kernel {
                     name,
                     short_name: short,
                     launch,
                 },
-                graph: nodes.graph_of(r.get(16).map_err(err)?),
-            });
+                nodes.graph_of(r.get(16).map_err(err)?),
+            ));
         }
         if devices.len() > 1 {
             let mut list: Vec<_> = devices.iter().collect();
@@ -596,18 +586,13 @@ impl Export<'_> {
                     note_untimed(diags, MEMCPY);
                     continue;
                 };
-                conv.handle_gpu_op(GpuOpRecord {
-                    process: t.process,
-                    correlation: t.correlation,
-                    stream: t.stream,
-                    start: t.start,
-                    end: t.end,
-                    op: GpuOp::Memcpy {
+                conv.handle_gpu_op(t.record(
+                    GpuOp::Memcpy {
                         direction,
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
                     },
-                    graph: nodes.graph_of(r.get(7).map_err(err)?),
-                });
+                    nodes.graph_of(r.get(7).map_err(err)?),
+                ));
             }
         }
         if self.has(MEMSET) {
@@ -625,17 +610,12 @@ impl Export<'_> {
                     note_untimed(diags, MEMSET);
                     continue;
                 };
-                conv.handle_gpu_op(GpuOpRecord {
-                    process: t.process,
-                    correlation: t.correlation,
-                    stream: t.stream,
-                    start: t.start,
-                    end: t.end,
-                    op: GpuOp::Memset {
+                conv.handle_gpu_op(t.record(
+                    GpuOp::Memset {
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
                     },
-                    graph: nodes.graph_of(r.get(6).map_err(err)?),
-                });
+                    nodes.graph_of(r.get(6).map_err(err)?),
+                ));
             }
         }
         Ok(())
@@ -821,6 +801,21 @@ struct OpTimes {
     stream: u64,
     correlation: Option<i64>,
     process: u64,
+}
+
+impl OpTimes {
+    /// The converter's record of this op.
+    fn record(self, op: GpuOp<'_>, graph: Option<GraphRef>) -> GpuOpRecord<'_> {
+        GpuOpRecord {
+            process: self.process,
+            correlation: self.correlation,
+            stream: self.stream,
+            start: self.start,
+            end: self.end,
+            op,
+            graph,
+        }
+    }
 }
 
 fn op_times(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<OpTimes>> {

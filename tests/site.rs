@@ -165,7 +165,7 @@ fn pages_are_light_and_carry_a_restrictive_csp() {
 }
 
 #[test]
-fn rebuilds_render_only_changed_runs() {
+fn rebuilds_copy_only_changed_runs_and_never_keep_a_stale_page() {
     let (_d, runs, site) = build_sample();
     let build = || {
         let o = llmprof([
@@ -178,13 +178,27 @@ fn rebuilds_render_only_changed_runs() {
         ]);
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
-    assert!(build().contains("2 run(s): 0 rendered, 2 unchanged"));
-    // Change one bundle: only it is rendered again.
+    assert!(build().contains("2 run(s): 0 updated, 2 unchanged"));
+    let data = site.join(RUN).join("bundle.js");
+    let copied_at = std::fs::metadata(&data).unwrap().modified().unwrap();
+    // A page left by an older template or view code is rendered again, though its run's
+    // data did not change (and is not copied again).
+    let page = site.join(RUN).join("index.html");
+    let current = read(&page);
+    std::fs::write(&page, current.replace("Per-Stage Timings", "Stage table")).unwrap();
+    assert!(build().contains("2 run(s): 1 updated, 1 unchanged"));
+    assert_eq!(read(&page), current);
+    assert_eq!(
+        std::fs::metadata(&data).unwrap().modified().unwrap(),
+        copied_at
+    );
+    // Change one bundle: only its run is updated.
     let bundle = runs.join("20261121-235636-sample/bundle.json");
     let text = read(&bundle).replace("\"label\": \"sample\"", "\"label\": \"sample v2\"");
     std::fs::write(&bundle, text).unwrap();
-    assert!(build().contains("2 run(s): 1 rendered, 1 unchanged"));
-    assert!(read(&site.join(RUN).join("index.html")).contains("sample v2"));
+    assert!(build().contains("2 run(s): 1 updated, 1 unchanged"));
+    assert!(read(&page).contains("sample v2"));
+    assert!(read(&data).contains("sample v2"));
 }
 
 /// Names from input data are escaped everywhere: stage, kernel, operator names and labels

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Builds the WASM viewer (web/viewer) into web/dist/, the files `llmprof site build` embeds:
-#   web/dist/llmprof_viewer.js       wasm-bindgen's `no-modules` glue (defines `wasm_bindgen`)
-#   web/dist/llmprof_viewer_wasm.js  the .wasm bytes as base64, assigned to a global, so the
+# Builds the WASM viewer (web/viewer) into crates/site/static/viewer/, the files `llmprof site build` embeds
+# (inside the site crate, so that crate packages on its own):
+#   crates/site/static/viewer/llmprof_viewer.js       wasm-bindgen's `no-modules` glue (defines `wasm_bindgen`)
+#   crates/site/static/viewer/llmprof_viewer_wasm.js  the .wasm bytes as base64, assigned to a global, so the
 #                                    viewer loads from file:// where fetch() cannot
 # Pinned: Debian's rustc-web (rustc 1.96.0) with rust-web-src for -Zbuild-std, and
 # wasm-bindgen-cli 0.2.130 (the same version as the wasm-bindgen crate, pinned with `=`).
 # Paths are remapped so the output is byte-identical wherever the repo and cargo home live.
 #
-#   web/build.sh            build into web/dist/
-#   web/build.sh --check    build into a temp dir and fail if it differs from web/dist/
+#   web/build.sh            build into crates/site/static/viewer/
+#   web/build.sh --check    build into a temp dir and fail if it differs from crates/site/static/viewer/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -41,7 +42,8 @@ export RUSTFLAGS="--remap-path-prefix=$ROOT=/llmprof --remap-path-prefix=$CARGO_
 /usr/bin/cargo build --quiet --release --locked --target wasm32-unknown-unknown \
   -Zbuild-std=std,panic_abort -p llmprof-viewer --target-dir target/wasm
 
-OUT=web/dist
+DIST=crates/site/static/viewer
+OUT=$DIST
 if [ "${1:-}" = "--check" ]; then OUT=$(mktemp -d); fi
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
@@ -56,13 +58,13 @@ cp "$TMP/llmprof_viewer.js" "$OUT/llmprof_viewer.js"
 } > "$OUT/llmprof_viewer_wasm.js"
 rm -rf "$TMP"
 if [ "${1:-}" = "--check" ]; then
-  if ! diff -q "$OUT/llmprof_viewer.js" web/dist/llmprof_viewer.js >/dev/null ||
-     ! diff -q "$OUT/llmprof_viewer_wasm.js" web/dist/llmprof_viewer_wasm.js >/dev/null; then
-    echo "web/build.sh --check: web/dist/ differs from a build of web/viewer; run web/build.sh and commit web/dist/" >&2
+  if ! diff -q "$OUT/llmprof_viewer.js" crates/site/static/viewer/llmprof_viewer.js >/dev/null ||
+     ! diff -q "$OUT/llmprof_viewer_wasm.js" crates/site/static/viewer/llmprof_viewer_wasm.js >/dev/null; then
+    echo "web/build.sh --check: crates/site/static/viewer/ differs from a build of web/viewer; run web/build.sh and commit crates/site/static/viewer/" >&2
     exit 1
   fi
-  echo "web/dist/ matches a fresh build of web/viewer" >&2
+  echo "crates/site/static/viewer/ matches a fresh build of web/viewer" >&2
   rm -rf "$OUT"
 else
-  ls -l web/dist >&2
+  ls -l $DIST >&2
 fi

@@ -10,7 +10,7 @@ use llmprof_ingest::{run_store, Step};
 
 use crate::args::IngestConfig;
 use crate::nsys_export;
-use crate::table::thousands;
+use llmprof_report::fmt::thousands;
 
 pub fn run(cfg: IngestConfig) -> Result<()> {
     let mut request = cfg.request;

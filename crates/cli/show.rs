@@ -1,13 +1,16 @@
-//! `llmprof show`: a run's tables on the terminal, or its summary as JSON.
+//! `llmprof show`: a run's report on the terminal, or its summary as JSON. Every table and
+//! number comes from the report crate ([`RunReport`]), the one the site renders.
 
 use std::io::Write;
 
 use anyhow::Result;
-use llmprof_bundle::{names, Analysis, Bundle, OpKind, Summary};
+use llmprof_bundle::{Analysis, Bundle, Summary};
 use llmprof_ingest::run_store;
+use llmprof_report::fmt::{ms, thousands};
+use llmprof_report::{CaptureReport, RunReport, TableView};
 
 use crate::args::ShowConfig;
-use crate::table::{ms, pct, thousands, us, Align, Table};
+use crate::table;
 
 pub fn run(cfg: ShowConfig) -> Result<()> {
     let bundle = run_store::read_bundle(&cfg.run)?;
@@ -28,151 +31,97 @@ pub fn run(cfg: ShowConfig) -> Result<()> {
 
 /// The whole terminal report.
 pub fn render(b: &Bundle, top: usize, width: usize) -> String {
+    let r = RunReport::of(b, top);
     let mut s = String::new();
     header(b, &mut s);
     section(
         &mut s,
         "Stages (NVTX ranges / record_function)",
-        stages(b),
+        &r.stages,
         width,
     );
-    let n_kernels = b
-        .kernels
-        .iter()
-        .filter(|k| k.kind == OpKind::Kernel)
-        .count();
     section(
         &mut s,
         &format!(
-            "Top kernels by GPU time ({} of {n_kernels}; time % of all kernel time)",
-            top.min(n_kernels)
+            "Top kernels by GPU time ({} of {}; time % of all kernel time)",
+            r.kernels.rows.len(),
+            r.kernels_total
         ),
-        kernels(b, top),
+        &r.kernels,
         width,
     );
-    let mem = memory_ops(b);
-    if !mem.is_empty() {
-        section(&mut s, "Memory operations", mem, width);
+    if !r.memory_ops.is_empty() {
+        section(&mut s, "Memory operations", &r.memory_ops, width);
     }
-    if !b.operators.is_empty() {
-        section(
-            &mut s,
-            &format!(
-                "Top operators by device time ({} of {}; total = inclusive, self = exclusive)",
-                top.min(b.operators.len()),
-                b.operators.len()
-            ),
-            operators(b, top),
-            width,
+    if !r.operators.is_empty() {
+        let title = format!(
+            "Top operators by device time ({} of {}; total = inclusive, self = exclusive)",
+            r.operators.rows.len(),
+            r.operators_total
         );
+        section(&mut s, &title, &r.operators, width);
     }
-    if !b.ncu.is_empty() {
-        section(&mut s, "Nsight Compute", ncu(b, top), width);
+    if !r.ncu.is_empty() {
+        section(&mut s, "Nsight Compute", &r.ncu, width);
     }
-    if let Some(c) = &b.capture {
-        capture(&mut s, b, c, width);
+    if b.capture.is_some() {
+        capture(&mut s, &r, width);
     }
-    let launches = llmprof_site::launches::launch_table(b);
-    if !launches.is_empty() {
+    if !r.launches.is_empty() {
         section(
             &mut s,
             "Launches and CUDA graphs (a graph launch is one call; per step = per decode step)",
-            from_view(&launches),
+            &r.launches,
             width,
         );
-        if let Some(n) = llmprof_site::launches::graph_trace_note(b) {
-            s.push_str(&wrap(&n, width, 2));
+        if let Some(n) = &r.graph_note {
+            s.push_str(&wrap(n, width, 2));
         }
     }
     if let Some(a) = &b.analysis {
-        analysis(&mut s, b, a, width);
+        analysis(&mut s, b, a, &r, width);
     }
-    if !b.diagnostics.is_empty() {
-        section(&mut s, "Diagnostics", diagnostics(b), width);
+    if !r.diagnostics.is_empty() {
+        section(&mut s, "Diagnostics", &r.diagnostics, width);
     }
     s
 }
 
-/// How the run was captured: passes, the baseline, overhead, what is missing.
-fn capture(s: &mut String, b: &Bundle, c: &llmprof_bundle::Capture, width: usize) {
-    s.push_str(&format!(
-        "\nCapture ({} mode, {} {}){}\n",
-        c.mode,
-        if c.command.is_some() {
-            "command"
-        } else {
-            "target"
-        },
-        c.target,
-        if c.interrupted {
-            ", INTERRUPTED: partial"
-        } else {
-            ""
-        }
-    ));
+/// How the run was captured: passes, the baseline, overhead, energy, what is missing.
+fn capture(s: &mut String, r: &RunReport, width: usize) {
+    let c: &CaptureReport = &r.capture;
+    if let Some(h) = &c.heading {
+        s.push_str(&format!("\nCapture ({h})\n"));
+    }
     if let Some(cmd) = &c.command {
         s.push_str(&wrap(&format!("command   sh -c {cmd:?}"), width, 2));
         if !c.stage_names.is_empty() {
             s.push_str(&format!("  stages    {}\n", c.stage_names.join(", ")));
         }
     }
-    let mut t = Table::new(
-        &[
-            ("pass", Align::Left),
-            ("wall s", Align::Right),
-            ("result", Align::Left),
-        ],
-        2,
-    );
-    for p in &c.passes {
-        t.row(vec![
-            p.name.clone(),
-            format!("{:.1}", p.wall_ns as f64 / 1e9),
-            p.outcome(),
-        ]);
-    }
-    s.push_str(&t.render(width));
+    s.push_str(&indent(&table::render(&c.passes, width)));
     if let Some(b) = &c.baseline {
-        s.push_str(&format!(
-            "  baseline  {} iterations: prefill median {} ms, decode median {} ms, step median {} µs; iteration CV {:.1}%\n",
-            b.iterations,
-            ms(b.prefill.median_ns as u64),
-            ms(b.decode.median_ns as u64),
-            us(b.decode_step.median_ns),
-            b.iteration_cv_pct
-        ));
+        s.push_str(&wrap(&format!("baseline  {b}"), width, 2));
     }
-    optimize(s, b, c, width);
-    for o in &c.overhead {
-        s.push_str(&format!(
-            "  overhead  {} pass on {}: {:+.1}% ({} → {} ms median){}\n",
-            o.pass,
-            o.stage,
-            o.overhead_pct,
-            ms(o.baseline_median_ns as u64),
-            ms(o.profiled_median_ns as u64),
-            match o.pair_range_pct {
-                Some([lo, hi]) =>
-                    format!("; {} interleaved pairs, {lo:+.1}% to {hi:+.1}%", o.pairs),
-                None => String::new(),
-            }
-        ));
+    if !c.overrides.is_empty() {
+        s.push_str(&format!("  set       {}\n", c.overrides.join(", ")));
     }
-    for e in &c.energy {
-        s.push_str(&format!(
-            "  energy    {}: {} J per instance, {:.0} W mean over {} ms × {} ({} sample{}){}\n",
-            e.stage,
-            joules(e.energy_j),
-            e.mean_power_w,
-            ms(e.wall_ns as u64),
-            e.instances,
-            e.samples,
-            if e.samples == 1 { "" } else { "s" },
-            match (e.j_per_token, e.tokens) {
-                (Some(j), Some(t)) => format!("; {} mJ/token ({t} tokens)", joules(j * 1e3)),
-                _ => String::new(),
-            }
-        ));
+    if let Some(g) = &c.graph_trace {
+        s.push_str(&format!("  graphs    {g}\n"));
+    }
+    if !r.compile.is_empty() {
+        s.push_str(
+            "  compile   the decode step, before each pass's warm-up (outside measured ranges):\n",
+        );
+        s.push_str(&indent(&table::render(&r.compile, width)));
+    }
+    if !c.overhead.is_empty() {
+        s.push_str("  overhead  each profiled pass against the unprofiled baseline:\n");
+        s.push_str(&indent(&table::render(&c.overhead, width)));
+    }
+    if !c.energy.is_empty() {
+        s.push_str("  energy    per stage instance of the baseline pass:\n");
+        s.push_str(&indent(&table::render(&c.energy, width)));
     }
     if let Some(n) = &c.energy_note {
         s.push_str(&wrap(&format!("note: {n}"), width, 2));
@@ -182,49 +131,15 @@ fn capture(s: &mut String, b: &Bundle, c: &llmprof_bundle::Capture, width: usize
     }
 }
 
-/// `--set` overrides, how nsys traced CUDA graphs, and each pass's compile of the decode step.
-fn optimize(s: &mut String, b: &Bundle, c: &llmprof_bundle::Capture, width: usize) {
-    if !c.overrides.is_empty() {
-        s.push_str(&format!("  set       {}\n", c.overrides.join(", ")));
-    }
-    if let Some(level) = &c.cuda_graph_trace {
-        s.push_str(&format!(
-            "  graphs    nsys traced CUDA graphs at {level} level\n"
-        ));
-    }
-    let compile = llmprof_site::launches::compile_table(b);
-    if !compile.is_empty() {
-        s.push_str(
-            "  compile   the decode step, before each pass's warm-up (outside measured ranges):\n",
-        );
-        s.push_str(&from_view(&compile).render(width));
-    }
-}
-
-/// Joules with three significant digits (0.0123, 1.23, 123).
-fn joules(j: f64) -> String {
-    if j.abs() >= 100.0 {
-        format!("{j:.0}")
-    } else if j.abs() >= 10.0 {
-        format!("{j:.1}")
-    } else if j.abs() >= 1.0 {
-        format!("{j:.2}")
-    } else {
-        format!("{j:.3}")
-    }
+/// A table nested under a section's text lines, two more spaces in.
+fn indent(table: &str) -> String {
+    table.lines().map(|l| format!("  {l}\n")).collect()
 }
 
 /// MFU/MBU per stage, run metrics, findings and the summary.
-fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
+fn analysis(s: &mut String, b: &Bundle, a: &Analysis, r: &RunReport, width: usize) {
     s.push_str("\nMFU / MBU (wall = NVTX range time; busy = projected GPU time)\n");
-    match (&a.peak, &a.peak_note) {
-        (Some(p), _) => s.push_str(&format!(
-            "  peak      {} TFLOP/s {}, {} GB/s — {}\n",
-            p.tflops, p.dtype, p.gbps, p.source
-        )),
-        (None, Some(why)) => s.push_str(&format!("  peak      n/a: {why}\n")),
-        _ => {}
-    }
+    s.push_str(&wrap(&r.peak_line, width, 2));
     if let Some(m) = &a.model {
         s.push_str(&format!(
             "  model     {}: {:.3} B params ({:.3} B active), KV {:.0} bytes/token\n",
@@ -233,103 +148,41 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
             m.active_params / 1e9,
             m.kv_bytes_per_token
         ));
-    } else if let Some(why) = &a.model_note {
-        s.push_str(&format!("  model     n/a: {why}\n"));
     }
     if let Some(w) = &b.workload {
         let wrapped = wrap(&w.describe(), width, 12);
         s.push_str(&format!("  tokens    {}", wrapped.trim_start()));
     }
-    let mut t = Table::new(
-        &[
-            ("stage", Align::Left),
-            ("FLOPs", Align::Right),
-            ("TFLOP/s", Align::Right),
-            ("MFU %", Align::Right),
-            ("MFU busy %", Align::Right),
-            ("GB/s", Align::Right),
-            ("MBU %", Align::Right),
-            ("FLOP/B", Align::Right),
-            ("bound", Align::Left),
-        ],
-        0,
-    );
-    let f = |v: Option<f64>, digits: usize| {
-        v.map(|x| format!("{x:.digits$}"))
-            .unwrap_or_else(|| "n/a".into())
-    };
-    let pct_of = |v: Option<f64>| {
-        v.map(|x| format!("{:.2}", x * 100.0))
-            .unwrap_or_else(|| "n/a".into())
-    };
-    for st in &a.stages {
-        let flops = st.flops.map(|x| {
-            let tag = match st.flops_source.as_deref() {
-                Some("counted") => " (counted)",
-                _ => "",
-            };
-            format!("{:.3e}{tag}", x)
-        });
-        t.row(vec![
-            st.name.clone(),
-            flops.unwrap_or_else(|| "n/a".into()),
-            f(st.tflops, 2),
-            pct_of(st.mfu),
-            pct_of(st.mfu_busy),
-            f(st.gbps, 0),
-            pct_of(st.mbu),
-            f(st.intensity, 1),
-            st.bound.clone(),
-        ]);
+    s.push_str(&table::render(&r.mfu, width));
+    for n in &r.mfu_notes {
+        s.push_str(&wrap(n, width, 2));
     }
-    s.push_str(&t.render(width));
-    for st in a
-        .stages
-        .iter()
-        .filter(|st| st.note.is_some() || st.counted_vs_analytic_pct.is_some())
-    {
-        if let Some(d) = st.counted_vs_analytic_pct {
-            s.push_str(&format!(
-                "  {}: counted {:.3e} vs analytic {:.3e} FLOPs ({d:+.1}%)\n",
-                st.name,
-                st.counted_flops.unwrap_or(0.0),
-                st.analytic_flops.unwrap_or(0.0)
-            ));
-        }
-        if let Some(n) = &st.note {
-            s.push_str(&format!("  {}: {n}\n", st.name));
-        }
+    let run = &a.run;
+    let mut line = Vec::new();
+    if let Some(d) = &run.ttft {
+        line.push(format!("TTFT median {} ms", ms(d.median_ns as u64)));
     }
-    let r = &a.run;
-    let mut run = Vec::new();
-    if let Some(d) = &r.ttft {
-        run.push(format!("TTFT median {} ms", ms(d.median_ns as u64)));
-    }
-    if let Some(d) = &r.tpot {
-        run.push(format!(
+    if let Some(d) = &run.tpot {
+        line.push(format!(
             "TPOT median {} ms (p90 {} ms)",
             ms(d.median_ns as u64),
             ms(d.p90_ns as u64)
         ));
     }
-    if let Some(t) = r.decode_tokens_per_s {
-        run.push(format!("{t:.1} tokens/s in decode"));
+    if let Some(t) = run.decode_tokens_per_s {
+        line.push(format!("{t:.1} tokens/s in decode"));
     }
-    if let Some(m) = r.model_mfu {
-        run.push(format!("model MFU {:.2}%", m * 100.0));
+    if let Some(m) = run.model_mfu {
+        line.push(format!("model MFU {:.2}%", m * 100.0));
     }
-    if !run.is_empty() {
-        s.push_str(&format!("  run       {}\n", run.join(" · ")));
+    if !line.is_empty() {
+        s.push_str(&format!("  run       {}\n", line.join(" · ")));
     }
-    if let Some(n) = &r.note {
+    if let Some(n) = &run.note {
         s.push_str(&format!("  run       {n}\n"));
     }
-    if let Some(why) = &a.inconsistent {
-        s.push_str(&format!("  INCONSISTENT: {why}\n"));
-    }
-
     s.push_str("\nFindings\n");
-    for (i, finding) in a.findings.iter().enumerate() {
+    for (i, finding) in r.findings.iter().enumerate() {
         s.push_str(&format!("  {}. {}\n", i + 1, finding.title));
         for e in &finding.evidence {
             s.push_str(&wrap(&format!("- {e}"), width, 5));
@@ -337,26 +190,11 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, width: usize) {
         s.push_str(&wrap(&format!("→ {}", finding.recommendation), width, 5));
     }
     s.push_str("\nSummary\n");
-    s.push_str(&wrap(&a.summary, width + 2, 2).replace("\n    ", "\n  "));
+    s.push_str(&wrap(&r.summary, width + 2, 2).replace("\n    ", "\n  "));
 }
 
 /// Wraps `text` to `width` columns: the first line indented by `indent` spaces, the following
 /// ones by two more (a hanging indent under bullets).
-/// A site table (computed once in the view layer) as a terminal table.
-fn from_view(v: &llmprof_site::view::TableView) -> Table {
-    let cols: Vec<(&str, Align)> = v
-        .headers
-        .iter()
-        .zip(&v.numeric)
-        .map(|(h, &n)| (h.as_str(), if n { Align::Right } else { Align::Left }))
-        .collect();
-    let mut t = Table::new(&cols, 2);
-    for r in &v.rows {
-        t.row(r.clone());
-    }
-    t
-}
-
 fn wrap(text: &str, width: usize, indent: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
@@ -383,14 +221,14 @@ fn wrap(text: &str, width: usize, indent: usize) -> String {
     out
 }
 
-fn section(s: &mut String, title: &str, table: Table, width: usize) {
+fn section(s: &mut String, title: &str, table: &TableView, width: usize) {
     s.push('\n');
     s.push_str(title);
     s.push('\n');
     if table.is_empty() {
         s.push_str("  (none)\n");
     } else {
-        s.push_str(&table.render(width));
+        s.push_str(&table::render(table, width));
     }
 }
 
@@ -409,7 +247,7 @@ fn header(b: &Bundle, s: &mut String) {
             parts.push(format!("{n} SMs"));
         }
         if let Some(m) = d.memory_bytes {
-            parts.push(format!("{:.1} GiB", m as f64 / (1u64 << 30) as f64));
+            parts.push(llmprof_report::fmt::gib(m));
         }
         if let Some(bw) = d.memory_bandwidth_bytes_per_s {
             parts.push(format!("{:.0} GB/s", bw as f64 / 1e9));
@@ -454,184 +292,4 @@ fn header(b: &Bundle, s: &mut String) {
             ms(t.gpu_span_ns)
         ));
     }
-}
-
-fn stages(b: &Bundle) -> Table {
-    let mut t = Table::new(
-        &[
-            ("stage", Align::Left),
-            ("inst", Align::Right),
-            ("wall ms", Align::Right),
-            ("GPU proj ms", Align::Right),
-            ("GPU ops", Align::Right),
-            ("kernel ms", Align::Right),
-            ("GPU busy %", Align::Right),
-        ],
-        0,
-    );
-    for st in &b.stages {
-        let indent = "  ".repeat(st.depth as usize);
-        let name = if st.domain.is_empty() {
-            st.name.clone()
-        } else {
-            format!("{}:{}", st.domain, st.name)
-        };
-        t.row(vec![
-            format!("{indent}{name}"),
-            thousands(st.instances),
-            ms(st.wall_ns),
-            ms(st.gpu_proj_ns),
-            thousands(st.gpu_ops),
-            ms(st.kernel_ns),
-            pct(st.gpu_busy_pct),
-        ]);
-    }
-    t
-}
-
-fn kernels(b: &Bundle, top: usize) -> Table {
-    let mut t = Table::new(
-        &[
-            ("kernel", Align::Left),
-            ("category", Align::Left),
-            ("calls", Align::Right),
-            ("total ms", Align::Right),
-            ("time %", Align::Right),
-            ("mean µs", Align::Right),
-            ("median µs", Align::Right),
-        ],
-        0,
-    );
-    let mut rows: Vec<_> = b
-        .kernels
-        .iter()
-        .filter(|k| k.kind == OpKind::Kernel)
-        .collect();
-    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.id.cmp(&b.id)));
-    for k in rows.into_iter().take(top) {
-        t.row(vec![
-            names::display_name(&k.name),
-            k.category.as_str().to_string(),
-            thousands(k.calls),
-            ms(k.total_ns),
-            pct(k.time_pct),
-            us(k.mean_ns),
-            us(k.median_ns),
-        ]);
-    }
-    t
-}
-
-fn memory_ops(b: &Bundle) -> Table {
-    let mut t = Table::new(
-        &[
-            ("operation", Align::Left),
-            ("count", Align::Right),
-            ("total ms", Align::Right),
-            ("MB", Align::Right),
-            ("median µs", Align::Right),
-        ],
-        0,
-    );
-    for k in b.kernels.iter().filter(|k| k.kind != OpKind::Kernel) {
-        t.row(vec![
-            k.name.clone(),
-            thousands(k.calls),
-            ms(k.total_ns),
-            format!("{:.1}", k.bytes.unwrap_or(0) as f64 / 1e6),
-            us(k.median_ns),
-        ]);
-    }
-    t
-}
-
-fn operators(b: &Bundle, top: usize) -> Table {
-    let mut t = Table::new(
-        &[
-            ("operator", Align::Left),
-            ("calls", Align::Right),
-            ("CPU total ms", Align::Right),
-            ("CPU self ms", Align::Right),
-            ("device ms", Align::Right),
-            ("device self ms", Align::Right),
-        ],
-        0,
-    );
-    for o in b.operators.iter().take(top) {
-        t.row(vec![
-            o.name.clone(),
-            thousands(o.calls),
-            ms(o.cpu_total_ns),
-            ms(o.cpu_self_ns),
-            ms(o.device_ns),
-            ms(o.device_self_ns),
-        ]);
-    }
-    t
-}
-
-fn ncu(b: &Bundle, top: usize) -> Table {
-    let mut t = Table::new(
-        &[
-            ("kernel", Align::Left),
-            ("range", Align::Left),
-            ("dur µs", Align::Right),
-            ("SM %", Align::Right),
-            ("mem %", Align::Right),
-            ("DRAM %", Align::Right),
-            ("occ ach/theo %", Align::Right),
-            ("tensor %", Align::Right),
-        ],
-        0,
-    );
-    let opt = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "–".into());
-    let mut rows: Vec<_> = b.ncu.iter().collect();
-    rows.sort_by(|a, b| {
-        b.duration_ns
-            .unwrap_or(0.0)
-            .total_cmp(&a.duration_ns.unwrap_or(0.0))
-    });
-    for n in rows.into_iter().take(top) {
-        let name = n
-            .kernel
-            .and_then(|k| b.kernels.get(k as usize))
-            .map(|k| names::display_name(&k.name))
-            .unwrap_or_else(|| names::display_name(&n.name));
-        t.row(vec![
-            name,
-            n.nvtx_range.clone().unwrap_or_default(),
-            n.duration_ns.map(us).unwrap_or_else(|| "–".into()),
-            opt(n.sm_throughput_pct),
-            opt(n.memory_throughput_pct),
-            opt(n.dram_throughput_pct),
-            format!(
-                "{}/{}",
-                opt(n.achieved_occupancy_pct),
-                opt(n.theoretical_occupancy_pct)
-            ),
-            opt(n.tensor_pipe_pct),
-        ]);
-    }
-    t
-}
-
-fn diagnostics(b: &Bundle) -> Table {
-    let mut t = Table::new(
-        &[
-            ("what", Align::Left),
-            ("count", Align::Right),
-            ("severity", Align::Left),
-            ("source", Align::Left),
-        ],
-        0,
-    );
-    for d in &b.diagnostics {
-        t.row(vec![
-            d.message.clone(),
-            thousands(d.count),
-            format!("{:?}", d.severity).to_lowercase(),
-            d.source.as_str().to_string(),
-        ]);
-    }
-    t
 }

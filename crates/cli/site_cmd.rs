@@ -43,8 +43,8 @@ pub fn build(args: SiteBuildArgs) -> Result<()> {
     }
     let _ = writeln!(
         err,
-        "{} run(s): {} rendered, {} unchanged",
-        report.runs, report.rendered, report.unchanged
+        "{} run(s): {} updated, {} unchanged",
+        report.runs, report.updated, report.unchanged
     );
     let compare = report.index.with_file_name("compare.html");
     for (before, after) in &report.before_after {

@@ -1,89 +1,86 @@
-//! Plain-text tables for the terminal: aligned columns, numbers right-aligned, long names cut
-//! to fit the terminal width with an ellipsis.
+//! A report table ([`TableView`]) as terminal text: aligned columns, numbers right-aligned,
+//! optional columns left out when the table is too wide, and the widest text column cut to
+//! the terminal width with an ellipsis.
 
 use std::fmt::Write as _;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
-    Left,
-    Right,
+use llmprof_report::TableView;
+
+/// The narrowest the flexible (cut) column gets before optional columns are left out.
+const FLEX_MIN: usize = 24;
+
+/// Renders `t` in at most `width` columns (the flexible column cut to at least 12).
+pub fn render(t: &TableView, width: usize) -> String {
+    let mut shown: Vec<usize> = (0..t.columns.len()).collect();
+    let mut widths = natural_widths(t);
+    let flex = flex_column(t, &widths);
+    let total = |shown: &[usize], widths: &[usize]| -> usize {
+        shown.iter().map(|&i| widths[i] + 2).sum::<usize>() + 2
+    };
+    // Leave out optional columns, rightmost first, while the flexible column would be cut
+    // below FLEX_MIN.
+    while total(&shown, &widths) > width {
+        let others = total(&shown, &widths) - widths[flex];
+        if width.saturating_sub(others) >= FLEX_MIN.min(widths[flex]) {
+            break;
+        }
+        match shown.iter().rposition(|&i| t.columns[i].optional) {
+            Some(pos) => {
+                shown.remove(pos);
+            }
+            None => break,
+        }
+    }
+    let over = total(&shown, &widths).saturating_sub(width);
+    if over > 0 {
+        widths[flex] = widths[flex].saturating_sub(over).max(12);
+    }
+    let mut out = String::new();
+    let headers: Vec<&str> = t.columns.iter().map(|c| c.header.as_str()).collect();
+    line(t, &shown, &widths, &headers, &mut out);
+    for row in &t.rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        line(t, &shown, &widths, &cells, &mut out);
+    }
+    out
 }
 
-/// A table whose one flexible column (the name) shrinks to fit `width`.
-#[derive(Debug)]
-pub struct Table {
-    headers: Vec<(String, Align)>,
-    rows: Vec<Vec<String>>,
-    flex: usize,
+/// The widest cell (or header) of each column, in characters.
+fn natural_widths(t: &TableView) -> Vec<usize> {
+    let mut widths: Vec<usize> = t.columns.iter().map(|c| c.header.chars().count()).collect();
+    for row in &t.rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    widths
 }
 
-impl Table {
-    /// `flex` is the index of the column that is cut when the table is too wide.
-    pub fn new(headers: &[(&str, Align)], flex: usize) -> Self {
-        Table {
-            headers: headers.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
-            rows: Vec::new(),
-            flex,
-        }
-    }
+/// The column that is cut when the table is too wide: the widest text column.
+fn flex_column(t: &TableView, widths: &[usize]) -> usize {
+    (0..t.columns.len())
+        .filter(|&i| !t.columns[i].numeric)
+        .max_by_key(|&i| (widths[i], std::cmp::Reverse(i)))
+        .unwrap_or(0)
+}
 
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
-    pub fn render(&self, width: usize) -> String {
-        let n = self.headers.len();
-        let mut widths: Vec<usize> = self
-            .headers
-            .iter()
-            .map(|(h, _)| h.chars().count())
-            .collect();
-        for row in &self.rows {
-            for (i, cell) in row.iter().enumerate().take(n) {
-                widths[i] = widths[i].max(cell.chars().count());
-            }
+fn line(t: &TableView, shown: &[usize], widths: &[usize], cells: &[&str], out: &mut String) {
+    let mut s = String::from("  ");
+    for (n, &i) in shown.iter().enumerate() {
+        let cell = cut(cells.get(i).copied().unwrap_or(""), widths[i]);
+        let pad = widths[i].saturating_sub(cell.chars().count());
+        if n > 0 {
+            s.push_str("  ");
         }
-        let total: usize = widths.iter().sum::<usize>() + 2 * n;
-        if total > width && self.flex < n {
-            let others = total - widths[self.flex];
-            widths[self.flex] = width.saturating_sub(others).max(12);
+        if t.columns[i].numeric {
+            s.push_str(&" ".repeat(pad));
+            s.push_str(&cell);
+        } else {
+            s.push_str(&cell);
+            s.push_str(&" ".repeat(pad));
         }
-        let mut out = String::new();
-        let line = |cells: &[String], out: &mut String| {
-            let mut s = String::from("  ");
-            for (i, (w, (_, align))) in widths.iter().zip(&self.headers).enumerate() {
-                let cell = cells.get(i).map(String::as_str).unwrap_or("");
-                let cell = cut(cell, *w);
-                let pad = w.saturating_sub(cell.chars().count());
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                match align {
-                    Align::Left => {
-                        s.push_str(&cell);
-                        if i + 1 < n {
-                            s.push_str(&" ".repeat(pad));
-                        }
-                    }
-                    Align::Right => {
-                        s.push_str(&" ".repeat(pad));
-                        s.push_str(&cell);
-                    }
-                }
-            }
-            let _ = writeln!(out, "{}", s.trim_end());
-        };
-        let headers: Vec<String> = self.headers.iter().map(|(h, _)| h.clone()).collect();
-        line(&headers, &mut out);
-        for row in &self.rows {
-            line(row, &mut out);
-        }
-        out
     }
+    let _ = writeln!(out, "{}", s.trim_end());
 }
 
 fn cut(s: &str, width: usize) -> String {
@@ -95,52 +92,42 @@ fn cut(s: &str, width: usize) -> String {
     out
 }
 
-/// `20505` → `20,505`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Nanoseconds as milliseconds with three decimals.
-pub fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-/// Nanoseconds (float) as microseconds with two decimals.
-pub fn us(ns: f64) -> String {
-    format!("{:.2}", ns / 1e3)
-}
-
-/// A percentage with one decimal.
-pub fn pct(p: f64) -> String {
-    format!("{p:.1}")
-}
-
 #[cfg(test)]
 mod tests {
+    use llmprof_report::Column;
+
     use super::*;
 
-    #[test]
-    fn formats_numbers() {
-        assert_eq!(thousands(20505), "20,505");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000_000), "1,000,000");
-        assert_eq!(ms(397_911_601), "397.912");
+    fn table() -> TableView {
+        let mut t = TableView::new(vec![
+            Column::text("name"),
+            Column::num("n"),
+            Column::num("detail").optional(),
+        ]);
+        t.push(vec!["a".repeat(100), "1".into(), "12345".into()]);
+        t
     }
 
     #[test]
     fn cuts_the_flexible_column() {
-        let mut t = Table::new(&[("name", Align::Left), ("n", Align::Right)], 0);
-        t.row(vec!["a".repeat(100), "1".into()]);
-        let s = t.render(40);
-        assert!(s.lines().all(|l| l.chars().count() <= 40), "{s}");
+        let s = render(&table(), 60);
+        assert!(s.lines().all(|l| l.chars().count() <= 60), "{s}");
         assert!(s.contains('…'));
+        assert!(
+            s.contains("detail"),
+            "room enough to keep the optional column: {s}"
+        );
+    }
+
+    #[test]
+    fn leaves_out_optional_columns_before_cutting_names_short() {
+        let s = render(&table(), 36);
+        assert!(!s.contains("detail"), "{s}");
+        assert!(s.lines().all(|l| l.chars().count() <= 36), "{s}");
+        let wide = render(&table(), 200);
+        assert!(
+            wide.contains(&"a".repeat(100)) && wide.contains("12345"),
+            "{wide}"
+        );
     }
 }

@@ -6,29 +6,13 @@ use llmprof_bundle::{
     StageRole,
 };
 
+use llmprof_report::fmt::{ms_text as ms, thousands, us_text as us};
+
 use crate::summary::capitalize;
 use crate::throughput::BUSY_LAUNCH_BOUND_PCT;
 
 /// A kernel shorter than this is dominated by fixed per-launch costs on the GPU side too.
 const SHORT_KERNEL_NS: f64 = 10_000.0;
-
-fn ms(ns: u64) -> String {
-    format!("{:.1} ms", ns as f64 / 1e6)
-}
-fn us(ns: f64) -> String {
-    format!("{:.1} µs", ns / 1e3)
-}
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// Every finding for the bundle, most important first.
 pub fn findings(

@@ -37,11 +37,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("speed_of_light", llmprof_charts::speed_of_light(&b)),
         (
             "compare_stages",
-            llmprof_charts::compare_stages(&[&b, &other]),
+            llmprof_charts::compare_stages(&llmprof_report::Comparison::of(&[&b, &other])),
         ),
         (
             "compare_category_mix",
-            llmprof_charts::compare_category_mix(&[&b, &other]),
+            llmprof_charts::compare_category_mix(&llmprof_report::Comparison::of(&[&b, &other])),
         ),
     ];
     for (name, svg) in charts {

@@ -5,6 +5,8 @@
 //! ([`clean`]); plotters' SVG backend then escapes `<`, `>`, `&`, `"` and `'` in text and
 //! attribute values.
 
+use llmprof_report::fmt;
+use llmprof_report::palette::{self, Rgb};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -388,56 +390,6 @@ pub fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// A duration in ms with three significant digits (at least), grouped thousands:
-/// `0.042 ms`, `4.22 ms`, `38.3 ms`, `1,213 ms`.
-pub fn fmt_ms(ms: f64) -> String {
-    if !ms.is_finite() {
-        return "–".to_string();
-    }
-    let text = if ms >= 100.0 {
-        group_thousands(&format!("{ms:.0}"))
-    } else if ms >= 10.0 {
-        format!("{ms:.1}")
-    } else if ms >= 1.0 {
-        format!("{ms:.2}")
-    } else {
-        format!("{ms:.3}")
-    };
-    format!("{text} ms")
-}
-
-/// A percentage with one decimal: `41.0%`, `<0.1%` for small non-zero shares.
-pub fn fmt_pct(pct: f64) -> String {
-    if !pct.is_finite() {
-        "–".to_string()
-    } else if pct > 0.0 && pct < 0.05 {
-        "<0.1%".to_string()
-    } else {
-        format!("{pct:.1}%")
-    }
-}
-
-/// An integer with thousands separators: `20,505`.
-pub fn fmt_count(n: u64) -> String {
-    group_thousands(&n.to_string())
-}
-
-fn group_thousands(digits: &str) -> String {
-    let (sign, digits) = match digits.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", digits),
-    };
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    out.push_str(sign);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// A linear value axis from 0 to a round maximum with round steps.
 #[derive(Debug, Clone, Copy)]
 pub struct Axis {
@@ -505,7 +457,7 @@ impl Axis {
     pub fn label(&self, value: f64) -> String {
         let text = format!("{value:.*}", self.decimals);
         if value >= 1000.0 {
-            group_thousands(&text)
+            fmt::group_thousands(&text)
         } else {
             text
         }
@@ -553,16 +505,10 @@ pub fn ink_on(bg: RGBColor) -> RGBColor {
     }
 }
 
-/// Parses `#rrggbb`; grey for anything else.
+/// A palette colour (`#rrggbb`, parsed by the report crate's one parser) for plotters.
 pub fn rgb(hex: &str) -> RGBColor {
-    let parse = |i: usize| {
-        hex.get(i..i + 2)
-            .and_then(|s| u8::from_str_radix(s, 16).ok())
-    };
-    match (hex.len() == 7, parse(1), parse(3), parse(5)) {
-        (true, Some(r), Some(g), Some(b)) => RGBColor(r, g, b),
-        _ => RGBColor(0x88, 0x88, 0x88),
-    }
+    let Rgb(r, g, b) = palette::rgb(hex);
+    RGBColor(r, g, b)
 }
 
 #[cfg(test)]
@@ -590,20 +536,6 @@ mod tests {
         assert!(fitted.ends_with('…'));
         assert_eq!(fit("decode", 40, 12, 100), "decode");
         assert_eq!(fit("decode", 40, 12, -5), "");
-    }
-
-    #[test]
-    fn numbers_format_fixed() {
-        assert_eq!(fmt_ms(1213.416), "1,213 ms");
-        assert_eq!(fmt_ms(38.298), "38.3 ms");
-        assert_eq!(fmt_ms(4.217), "4.22 ms");
-        assert_eq!(fmt_ms(0.0421), "0.042 ms");
-        assert_eq!(fmt_ms(f64::NAN), "–");
-        assert_eq!(fmt_pct(41.04), "41.0%");
-        assert_eq!(fmt_pct(0.01), "<0.1%");
-        assert_eq!(fmt_count(20505), "20,505");
-        assert_eq!(fmt_count(5), "5");
-        assert_eq!(fmt_count(123456789), "123,456,789");
     }
 
     #[test]

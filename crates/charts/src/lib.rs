@@ -25,8 +25,6 @@ mod nvml;
 mod roofline;
 mod run;
 
-use llmprof_bundle::Category;
-
 pub use compare::{compare_category_mix, compare_stages};
 pub use nvml::nvml_timeline;
 pub use roofline::roofline;
@@ -34,38 +32,3 @@ pub use run::{category_share, speed_of_light, stage_breakdown, top_kernels};
 
 /// Width in pixels of every chart.
 pub const WIDTH: u32 = 760;
-
-/// The fixed colour of a category as `"#rrggbb"` (used by charts, the site legend and the WASM
-/// viewer). Tableau 10 hues; every chart also names the categories, so colour is never the
-/// only cue.
-pub fn category_color(c: Category) -> &'static str {
-    match c {
-        Category::Gemm => "#4e79a7",
-        Category::Attention => "#f28e2b",
-        Category::MoeRouting => "#b07aa1",
-        Category::Elementwise => "#59a14f",
-        Category::ReductionNorm => "#edc948",
-        Category::MemcpyMemset => "#76b7b2",
-        Category::Communication => "#e15759",
-        Category::CudaGraph => "#ff9da7",
-        Category::Other => "#9c9c9c",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn category_colors_are_distinct_hex() {
-        let mut seen = std::collections::BTreeSet::new();
-        for c in Category::ALL {
-            let hex = category_color(c);
-            assert_eq!(hex.len(), 7);
-            assert!(hex.starts_with('#'));
-            assert!(hex[1..].chars().all(|ch| ch.is_ascii_hexdigit()));
-            assert_ne!(draw::rgb(hex), draw::rgb("bad"), "{hex}");
-            assert!(seen.insert(hex), "{hex} used twice");
-        }
-    }
-}

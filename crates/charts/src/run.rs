@@ -4,10 +4,12 @@ use llmprof_bundle::{names, Bundle, Category, Kernel, OpKind, Stage};
 use plotters::style::RGBColor;
 
 use crate::draw::{
-    clean, fit, fmt_count, fmt_ms, fmt_pct, legend_bottom, ms, render, rgb, text_width, Align,
-    Axis, DrawResult, Font, Painter, AXIS, GRID, MUTED,
+    clean, fit, legend_bottom, ms, render, rgb, text_width, Align, Axis, DrawResult, Font, Painter,
+    AXIS, GRID, MUTED,
 };
-use crate::{category_color, WIDTH};
+use crate::WIDTH;
+use llmprof_report::fmt::{ms_label, share_label, thousands};
+use llmprof_report::palette;
 
 /// Most stages a chart shows (the longest by wall time, in bundle order).
 pub(crate) const MAX_STAGES: usize = 24;
@@ -33,7 +35,7 @@ pub(crate) const LEGEND_Y: i32 = 62;
 pub(crate) const LEGEND_MAX: i32 = WIDTH as i32 - 16;
 
 pub(crate) fn cat_rgb(c: Category) -> RGBColor {
-    rgb(category_color(c))
+    rgb(palette::category(c))
 }
 
 /// Title and subtitle at the top left.
@@ -126,7 +128,7 @@ pub fn stage_breakdown(bundle: &Bundle) -> Option<String> {
             p.text(label, x0 - 10, y + 14, Font::new(12).align(Align::Right))?;
             let instances = format!(
                 "{} instance{}",
-                fmt_count(stage.instances),
+                thousands(stage.instances),
                 if stage.instances == 1 { "" } else { "s" }
             );
             p.text(
@@ -140,13 +142,13 @@ pub fn stage_breakdown(bundle: &Bundle) -> Option<String> {
             let wx = axis.px(wall, x0, x1);
             let bx = axis.px(busy, x0, x1);
             p.rect(x0, y + 7, wx.max(x0 + 1), y + 19, WALL)?;
-            p.bar_value(&fmt_ms(wall), wx, y + 13, 10, WALL)?;
+            p.bar_value(&ms_label(wall), wx, y + 13, 10, WALL)?;
             p.rect(x0, y + 21, bx.max(x0 + 1), y + 33, BUSY)?;
             let busy_label = if stage.wall_ns > 0 {
                 let pct = stage.gpu_busy_ns as f64 / stage.wall_ns as f64 * 100.0;
-                format!("{} ({} of wall)", fmt_ms(busy), fmt_pct(pct))
+                format!("{} ({} of wall)", ms_label(busy), share_label(pct))
             } else {
-                fmt_ms(busy)
+                ms_label(busy)
             };
             p.bar_value(&busy_label, bx, y + 27, 10, BUSY)?;
         }
@@ -180,8 +182,8 @@ pub fn category_share(bundle: &Bundle) -> Option<String> {
     let kernels: u64 = rows.iter().fold(0, |acc, r| acc.saturating_add(r.2));
     let subtitle = format!(
         "Share of kernel GPU time, {} over {} distinct kernels (memcpy and memset excluded)",
-        fmt_ms(ms(total)),
-        fmt_count(kernels)
+        ms_label(ms(total)),
+        thousands(kernels)
     );
     render(WIDTH, height, |p| {
         header(p, "Kernel time by category", &subtitle)?;
@@ -199,9 +201,9 @@ pub fn category_share(bundle: &Bundle) -> Option<String> {
             p.rect(x0, mid - 8, bx.max(x0 + 1), mid + 8, cat_rgb(*cat))?;
             let label = format!(
                 "{}  ·  {}  ·  {} kernel{}",
-                fmt_pct(pct(*ns)),
-                fmt_ms(ms(*ns)),
-                fmt_count(*n),
+                share_label(pct(*ns)),
+                ms_label(ms(*ns)),
+                thousands(*n),
                 if *n == 1 { "" } else { "s" }
             );
             p.bar_value(&label, bx, mid, 11, cat_rgb(*cat))?;
@@ -277,7 +279,7 @@ pub fn top_kernels(bundle: &Bundle, n: usize) -> Option<String> {
     let title = format!("Top {} kernels by GPU time", kernels.len());
     let subtitle = format!(
         "Total time over all calls; share of all kernel time ({})",
-        fmt_ms(ms(all_ns))
+        ms_label(ms(all_ns))
     );
     render(WIDTH, height, |p| {
         header(p, &title, &subtitle)?;
@@ -297,9 +299,9 @@ pub fn top_kernels(bundle: &Bundle, n: usize) -> Option<String> {
             };
             let value = format!(
                 "{}  ·  {}  ·  {} call{}",
-                fmt_ms(t),
-                fmt_pct(share),
-                fmt_count(k.calls),
+                ms_label(t),
+                share_label(share),
+                thousands(k.calls),
                 if k.calls == 1 { "" } else { "s" }
             );
             p.bar_value(&value, bx, y + 25, 10, cat_rgb(k.category))?;
@@ -356,7 +358,7 @@ pub fn speed_of_light(bundle: &Bundle) -> Option<String> {
     let subtitle = format!(
         "{} Nsight Compute launch{}; x: memory throughput (DRAM where ncu lacks it), y: SM \
          throughput, % of peak",
-        fmt_count(points.len() as u64),
+        thousands(points.len() as u64),
         if points.len() == 1 { "" } else { "es" }
     );
     render(WIDTH, height, |p| {

@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use llmprof_bundle::{Bundle, Category, Distribution, Kernel, NcuKernel, OpKind, Stage, StageKind};
 use llmprof_charts::{
-    category_color, category_share, compare_category_mix, compare_stages, speed_of_light,
-    stage_breakdown, top_kernels,
+    category_share, compare_category_mix, compare_stages, speed_of_light, stage_breakdown,
+    top_kernels,
 };
 use llmprof_ingest::{ingest, IngestRequest};
 
@@ -37,6 +37,7 @@ fn other_run() -> Bundle {
     b.label = None;
     for s in &mut b.stages {
         s.wall_ns /= 2;
+        s.wall.median_ns /= 2.0;
     }
     let mut extra = stage("vision_encoder", 80_000_000, 3_000_000);
     extra.id = b.stages.len() as u32;
@@ -57,8 +58,14 @@ fn all_charts(b: &Bundle) -> Vec<(&'static str, Option<String>)> {
         ("category_share", category_share(b)),
         ("top_kernels", top_kernels(b, 15)),
         ("speed_of_light", speed_of_light(b)),
-        ("compare_stages", compare_stages(&[b, &other])),
-        ("compare_category_mix", compare_category_mix(&[b, &other])),
+        (
+            "compare_stages",
+            compare_stages(&llmprof_report::Comparison::of(&[b, &other])),
+        ),
+        (
+            "compare_category_mix",
+            compare_category_mix(&llmprof_report::Comparison::of(&[b, &other])),
+        ),
     ]
 }
 
@@ -107,7 +114,12 @@ fn stage(name: &str, wall_ns: u64, busy_ns: u64) -> Stage {
         depth: 0,
         instances: 1,
         wall_ns,
-        wall: Distribution::default(),
+        // One instance: its median is the whole wall time.
+        wall: Distribution {
+            median_ns: wall_ns as f64,
+            mean_ns: wall_ns as f64,
+            ..Distribution::default()
+        },
         gpu_proj_ns: busy_ns,
         gpu_ops: 1,
         kernel_ns: busy_ns,
@@ -138,7 +150,12 @@ fn kernel(id: u32, name: &str, category: Category, total_ns: u64) -> Kernel {
         max_ns: 0,
         std_ns: f64::NAN,
         time_pct: f64::NAN,
-        by_stage: Vec::new(),
+        // Run inside the stage of the same id, as the test bundles number them.
+        by_stage: vec![llmprof_bundle::KernelStage {
+            stage: id,
+            calls: 1,
+            total_ns,
+        }],
         launch: None,
         launch_variants: 0,
         bytes: None,
@@ -240,7 +257,9 @@ fn fixture_charts_name_their_stages_and_categories() {
     assert!(sol.contains("30 Nsight Compute launches"), "{sol}");
 
     let other = other_run();
-    let cmp = texts(compare_stages(&[b, &other]));
+    let cmp = texts(compare_stages(&llmprof_report::Comparison::of(&[
+        b, &other,
+    ])));
     for name in [
         "prefill",
         "decode",
@@ -252,7 +271,9 @@ fn fixture_charts_name_their_stages_and_categories() {
     }
     assert!(cmp.contains("not in this run"));
 
-    let mix = texts(compare_category_mix(&[b, &other]));
+    let mix = texts(compare_category_mix(&llmprof_report::Comparison::of(&[
+        b, &other,
+    ])));
     for name in [
         "gemm",
         "elementwise",
@@ -267,7 +288,7 @@ fn fixture_charts_name_their_stages_and_categories() {
 fn charts_use_the_fixed_category_colours() {
     let svg = category_share(fixture()).expect("chart");
     for c in [Category::Gemm, Category::Elementwise, Category::Attention] {
-        let hex = category_color(c).to_ascii_uppercase();
+        let hex = llmprof_report::palette::category(c).to_ascii_uppercase();
         assert!(svg.contains(&format!("fill=\"{hex}\"")), "{c:?} {hex}");
     }
 }
@@ -301,10 +322,19 @@ fn empty_bundle_has_no_charts() {
     assert_eq!(category_share(&b), None);
     assert_eq!(top_kernels(&b, 10), None);
     assert_eq!(speed_of_light(&b), None);
-    assert_eq!(compare_stages(&[&b, &b]), None);
-    assert_eq!(compare_category_mix(&[&b]), None);
-    assert_eq!(compare_stages(&[]), None);
-    assert_eq!(compare_category_mix(&[]), None);
+    assert_eq!(
+        compare_stages(&llmprof_report::Comparison::of(&[&b, &b])),
+        None
+    );
+    assert_eq!(
+        compare_category_mix(&llmprof_report::Comparison::of(&[&b])),
+        None
+    );
+    assert_eq!(compare_stages(&llmprof_report::Comparison::of(&[])), None);
+    assert_eq!(
+        compare_category_mix(&llmprof_report::Comparison::of(&[])),
+        None
+    );
     assert_eq!(top_kernels(fixture(), 0), None);
 }
 
@@ -316,8 +346,8 @@ fn hostile_names_are_escaped() {
         category_share(&b),
         top_kernels(&b, 10),
         speed_of_light(&b),
-        compare_stages(&[&b, fixture()]),
-        compare_category_mix(&[&b, fixture()]),
+        compare_stages(&llmprof_report::Comparison::of(&[&b, fixture()])),
+        compare_category_mix(&llmprof_report::Comparison::of(&[&b, fixture()])),
     ];
     for svg in charts {
         let svg = svg.expect("hostile bundle still has data");
@@ -338,7 +368,8 @@ fn hostile_names_are_escaped() {
     for name in HOSTILE {
         assert!(texts.contains(name), "{name} not shown:\n{texts}");
     }
-    let texts = parse(&compare_stages(&[&b]).expect("chart")).join("\n");
+    let texts =
+        parse(&compare_stages(&llmprof_report::Comparison::of(&[&b])).expect("chart")).join("\n");
     assert!(texts.contains("\"><img src=x onerror=alert(1)>"), "{texts}");
     let texts = parse(&top_kernels(&b, 10).expect("chart")).join("\n");
     assert!(
@@ -360,8 +391,14 @@ fn degenerate_bundles_do_not_panic() {
     assert_eq!(category_share(&zero), None);
     assert_eq!(top_kernels(&zero, 5), None);
     assert_eq!(speed_of_light(&zero), None);
-    assert_eq!(compare_stages(&[&zero]), None);
-    assert_eq!(compare_category_mix(&[&zero]), None);
+    assert_eq!(
+        compare_stages(&llmprof_report::Comparison::of(&[&zero])),
+        None
+    );
+    assert_eq!(
+        compare_category_mix(&llmprof_report::Comparison::of(&[&zero])),
+        None
+    );
 
     // NaN, infinities, out-of-range percentages, u64::MAX times, dangling indexes, control
     // characters and huge names.
@@ -430,8 +467,8 @@ fn degenerate_bundles_do_not_panic() {
         stage_breakdown(&many),
         top_kernels(&many, usize::MAX),
         speed_of_light(&many),
-        compare_stages(&runs),
-        compare_category_mix(&runs),
+        compare_stages(&llmprof_report::Comparison::of(&runs)),
+        compare_category_mix(&llmprof_report::Comparison::of(&runs)),
     ];
     for svg in charts {
         let svg = svg.expect("chart");

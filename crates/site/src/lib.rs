@@ -3,18 +3,21 @@
 //! sub-path, on an intranet server, and opened as `file://`.
 //!
 //! * Every link is relative; there is no CDN, web font or other external request.
-//! * Templates (askama, `templates/`) and assets (`static/`) are compiled into the binary.
+//! * Templates (askama, the crate's `templates/`) and assets (its `static/`, the built viewer
+//!   included) are compiled into the binary; the crate holds everything it needs.
 //! * Strings from input data are escaped by askama's HTML escaper (and the `md` filter in
 //!   `report.md`); the only unescaped markup is the charts' SVG, passed as [`Svg`] in one
 //!   place ([`charts_of`]), whose text the charts crate escapes.
-//! * A rebuild re-renders only runs whose `bundle.json` changed (a hash per run is kept in
+//! * Pages are rendered on every build, from the templates and the report model of this
+//!   binary, and written only where their bytes changed; so no change of template or view code
+//!   can leave a stale page. What a rebuild skips is copying a run's data (bundle, timeline of
+//!   tens of MB as JSON and script, raw artifacts) when its inputs, the llmprof version and the
+//!   data-script format are those of the last build (a key per run in
 //!   `<out>/.llmprof-site-cache.json`).
 
-mod before_after;
-pub mod launches;
+mod assets;
 mod markdown;
 mod pages;
-pub mod view;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -52,8 +55,9 @@ pub struct BuildOptions {
 #[derive(Debug, Clone, Default)]
 pub struct BuildReport {
     pub runs: usize,
-    /// Run pages rendered this time (the others were unchanged).
-    pub rendered: usize,
+    /// Runs whose page or data changed in the output this time.
+    pub updated: usize,
+    /// Runs whose page and data were already current.
     pub unchanged: usize,
     /// Run directories skipped, with the reason (a bundle that does not parse, say).
     pub skipped: Vec<String>,
@@ -120,11 +124,27 @@ fn read_timeline(path: &Path) -> Result<String, SiteError> {
     }
 }
 
+/// The data key of each run published by the last build.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Cache {
-    /// llmprof version + template/asset hash: a new binary re-renders everything.
-    build: String,
     runs: BTreeMap<String, u64>,
+}
+
+impl Cache {
+    fn load(path: &Path) -> Cache {
+        fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, path: &Path) -> Result<(), SiteError> {
+        let text = serde_json::to_string(self).map_err(|e| SiteError::Render {
+            what: "the build cache".into(),
+            message: e.to_string(),
+        })?;
+        write(path, text.as_bytes())
+    }
 }
 
 /// Builds the site.
@@ -133,119 +153,38 @@ pub fn build(
     progress: &mut dyn FnMut(Step<'_>),
 ) -> Result<BuildReport, SiteError> {
     let found = find_runs(&opts.runs_dir)?;
-    let write_err = |path: &Path, source| SiteError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    fs::create_dir_all(&opts.out_dir).map_err(|e| write_err(&opts.out_dir, e))?;
+    fs::create_dir_all(&opts.out_dir).map_err(|e| SiteError::Write {
+        path: opts.out_dir.clone(),
+        source: e,
+    })?;
     let cache_path = opts.out_dir.join(CACHE_FILE);
-    let build_id = format!("{}-{:x}", env!("CARGO_PKG_VERSION"), pages::assets_hash());
-    let old: Cache = fs::read_to_string(&cache_path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .filter(|c: &Cache| c.build == build_id)
-        .unwrap_or_default();
-    let mut cache = Cache {
-        build: build_id,
-        runs: BTreeMap::new(),
-    };
+    let old = Cache::load(&cache_path);
+    let mut cache = Cache::default();
     let mut report = BuildReport::default();
     let mut runs: Vec<SiteRun> = Vec::new();
-    let total = found.len();
     for (i, dir) in found.iter().enumerate() {
-        let path = dir.join(BUNDLE_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                report
-                    .skipped
-                    .push(format!("{}: cannot read ({e})", path.display()));
-                continue;
-            }
-        };
-        let bundle = match Bundle::from_json(&text) {
-            Ok(b) => b,
-            Err(e) => {
-                report.skipped.push(format!("{}: {e}", path.display()));
-                continue;
-            }
+        let Some((text, bundle)) = load_bundle(dir, &mut report.skipped) else {
+            continue;
         };
         progress(Step::Run {
             done: i,
-            total,
+            total: found.len(),
             id: &bundle.run_id,
         });
-        let id = safe_id(&bundle.run_id, dir);
-        let timeline_src = timeline_source(dir);
-        // A new or re-ingested timeline re-renders the run too (its size and mtime stand in
-        // for its contents, which can be tens of MB).
-        let timeline_stamp = timeline_src
-            .as_ref()
-            .and_then(|p| fs::metadata(p).ok())
-            .map(|m| {
-                let mtime = m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_nanos());
-                (m.len(), mtime)
-            });
-        let hash = {
-            let mut h = std::hash::DefaultHasher::new();
-            text.hash(&mut h);
-            timeline_stamp.hash(&mut h);
-            h.finish()
-        };
-        let run_out = opts.out_dir.join("runs").join(&id);
-        let page = run_out.join("index.html");
-        if old.runs.get(&id) == Some(&hash) && page.is_file() {
-            report.unchanged += 1;
-        } else {
-            fs::create_dir_all(&run_out).map_err(|e| write_err(&run_out, e))?;
-            let raw = publish_raw(dir, &run_out)?;
-            // A timeline that cannot be read leaves the run without a timeline, not the site
-            // without the run.
-            let timeline = match &timeline_src {
-                Some(src) => match read_timeline(src) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        report
-                            .skipped
-                            .push(format!("{e} (the run is shown without its timeline)"));
-                        None
-                    }
-                },
-                None => None,
-            };
-            let (html, md) = pages::run_page(&bundle, &id, timeline.is_some(), &raw)?;
-            write(&page, html.as_bytes())?;
-            write(&run_out.join("report.md"), md.as_bytes())?;
-            write(&run_out.join(BUNDLE_FILE), text.as_bytes())?;
-            write(
-                &run_out.join(BUNDLE_JS),
-                data_script("bundle", &id, &text).as_bytes(),
-            )?;
-            match &timeline {
-                Some(timeline) => {
-                    write(&run_out.join(TIMELINE_FILE), timeline.as_bytes())?;
-                    write(
-                        &run_out.join(TIMELINE_JS),
-                        data_script("timeline", &id, timeline).as_bytes(),
-                    )?;
-                }
-                None => {
-                    let _ = fs::remove_file(run_out.join(TIMELINE_FILE));
-                    let _ = fs::remove_file(run_out.join(TIMELINE_JS));
-                }
-            }
-            report.rendered += 1;
-        }
-        cache.runs.insert(id.clone(), hash);
-        runs.push(SiteRun {
-            has_timeline: run_out.join(TIMELINE_JS).is_file(),
-            id,
+        let run = RunSource {
+            dir,
+            id: safe_id(&bundle.run_id, dir),
+            text,
             bundle,
-        });
+        };
+        let (site_run, key, updated) = publish_run(run, &opts.out_dir, &old, &mut report)?;
+        if updated {
+            report.updated += 1;
+        } else {
+            report.unchanged += 1;
+        }
+        cache.runs.insert(site_run.id.clone(), key);
+        runs.push(site_run);
     }
     progress(Step::Pages);
     // Newest first.
@@ -255,87 +194,208 @@ pub fn build(
             .cmp(&a.bundle.captured_at)
             .then(a.bundle.run_id.cmp(&b.bundle.run_id))
     });
-    let index = opts.out_dir.join("index.html");
-    write(&index, pages::index_page(&runs)?.as_bytes())?;
-    write(
-        &opts.out_dir.join("compare.html"),
-        pages::compare_page(&runs)?.as_bytes(),
-    )?;
-    write(
-        &opts.out_dir.join("timeline.html"),
-        pages::timeline_page(&runs)?.as_bytes(),
-    )?;
-    for (name, bytes) in pages::ASSETS {
-        write(&opts.out_dir.join("static").join(name), bytes)?;
-    }
-    // Pages of runs that disappeared from the runs directory go too.
-    let runs_out = opts.out_dir.join("runs");
-    if let Ok(rd) = fs::read_dir(&runs_out) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !cache.runs.contains_key(&name) && e.path().is_dir() {
-                let _ = fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    let cache_text = serde_json::to_string(&cache).map_err(|e| SiteError::Render {
-        what: "the build cache".into(),
-        message: e.to_string(),
-    })?;
-    write(&cache_path, cache_text.as_bytes())?;
+    report.index = write_site_pages(&opts.out_dir, &runs)?;
+    remove_stale_runs(&opts.out_dir, &cache);
+    cache.save(&cache_path)?;
     report.runs = runs.len();
-    report.index = index;
     let bundles: Vec<&Bundle> = runs.iter().map(|r| &r.bundle).collect();
-    report.before_after = before_after::pairs(&bundles)
+    report.before_after = llmprof_report::before_after::pairs(&bundles)
         .into_iter()
         .map(|(b, a)| (runs[b].id.clone(), runs[a].id.clone()))
         .collect();
     Ok(report)
 }
 
+/// A run's `bundle.json` text and bundle; `None` (and a line in `skipped`) when it cannot be
+/// read or parsed.
+fn load_bundle(dir: &Path, skipped: &mut Vec<String>) -> Option<(String, Bundle)> {
+    let path = dir.join(BUNDLE_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            skipped.push(format!("{}: cannot read ({e})", path.display()));
+            return None;
+        }
+    };
+    match Bundle::from_json(&text) {
+        Ok(b) => Some((text, b)),
+        Err(e) => {
+            skipped.push(format!("{}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// A run directory being published.
+struct RunSource<'a> {
+    dir: &'a Path,
+    /// Its directory name in the site.
+    id: String,
+    text: String,
+    bundle: Bundle,
+}
+
+/// Publishes one run: its data when its key changed, its page and `report.md` always (written
+/// where their bytes changed). Returns the run, its data key and whether anything was written.
+fn publish_run(
+    run: RunSource<'_>,
+    out_dir: &Path,
+    old: &Cache,
+    report: &mut BuildReport,
+) -> Result<(SiteRun, u64, bool), SiteError> {
+    let run_out = out_dir.join("runs").join(&run.id);
+    let timeline_src = timeline_source(run.dir);
+    let key = data_key(&run.text, timeline_src.as_deref());
+    let current = old.runs.get(&run.id) == Some(&key) && run_out.join(BUNDLE_JS).is_file();
+    if !current {
+        copy_data(&run, timeline_src.as_deref(), &run_out, &mut report.skipped)?;
+    }
+    let raw = list_raw(run.dir);
+    let has_timeline = run_out.join(TIMELINE_JS).is_file();
+    let (html, md) = pages::run_page(&run.bundle, &run.id, has_timeline, &raw)?;
+    let page_changed = write_if_changed(&run_out.join("index.html"), html.as_bytes())?;
+    let md_changed = write_if_changed(&run_out.join("report.md"), md.as_bytes())?;
+    let site_run = SiteRun {
+        id: run.id,
+        has_timeline,
+        bundle: run.bundle,
+    };
+    Ok((site_run, key, !current || page_changed || md_changed))
+}
+
+/// What a run's data files depend on: the bundle text, the timeline file (its size and mtime
+/// stand in for tens of MB of contents), the llmprof version, the data-script format and the
+/// raw-artifact size limit.
+fn data_key(bundle_text: &str, timeline: Option<&Path>) -> u64 {
+    let stamp = timeline.and_then(|p| fs::metadata(p).ok()).map(|m| {
+        let mtime = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos());
+        (m.len(), mtime)
+    });
+    let mut h = std::hash::DefaultHasher::new();
+    env!("CARGO_PKG_VERSION").hash(&mut h);
+    data_script("k", "id", "").hash(&mut h);
+    PUBLISH_RAW_MAX.hash(&mut h);
+    bundle_text.hash(&mut h);
+    stamp.hash(&mut h);
+    h.finish()
+}
+
+/// Writes the run's `bundle.json`, `bundle.js`, timeline (as JSON and script) and its small raw
+/// artifacts. A timeline that cannot be read leaves the run without a timeline, not the site
+/// without the run.
+fn copy_data(
+    run: &RunSource<'_>,
+    timeline_src: Option<&Path>,
+    run_out: &Path,
+    skipped: &mut Vec<String>,
+) -> Result<(), SiteError> {
+    fs::create_dir_all(run_out).map_err(|e| SiteError::Write {
+        path: run_out.to_path_buf(),
+        source: e,
+    })?;
+    copy_raw(run.dir, run_out)?;
+    write(&run_out.join(BUNDLE_FILE), run.text.as_bytes())?;
+    write(
+        &run_out.join(BUNDLE_JS),
+        data_script("bundle", &run.id, &run.text).as_bytes(),
+    )?;
+    let timeline = timeline_src.and_then(|src| {
+        read_timeline(src)
+            .map_err(|e| skipped.push(format!("{e} (the run is shown without its timeline)")))
+            .ok()
+    });
+    match &timeline {
+        Some(timeline) => {
+            write(&run_out.join(TIMELINE_FILE), timeline.as_bytes())?;
+            write(
+                &run_out.join(TIMELINE_JS),
+                data_script("timeline", &run.id, timeline).as_bytes(),
+            )?;
+        }
+        None => {
+            let _ = fs::remove_file(run_out.join(TIMELINE_FILE));
+            let _ = fs::remove_file(run_out.join(TIMELINE_JS));
+        }
+    }
+    Ok(())
+}
+
+/// The index, compare and timeline pages and the static assets; returns the index's path.
+fn write_site_pages(out_dir: &Path, runs: &[SiteRun]) -> Result<PathBuf, SiteError> {
+    let index = out_dir.join("index.html");
+    write_if_changed(&index, pages::index_page(runs)?.as_bytes())?;
+    write_if_changed(
+        &out_dir.join("compare.html"),
+        pages::compare_page(runs)?.as_bytes(),
+    )?;
+    write_if_changed(
+        &out_dir.join("timeline.html"),
+        pages::timeline_page(runs)?.as_bytes(),
+    )?;
+    for (name, bytes) in assets::ASSETS {
+        write_if_changed(&out_dir.join("static").join(name), bytes)?;
+    }
+    Ok(index)
+}
+
+/// Removes the pages of runs that are no longer in the runs directory.
+fn remove_stale_runs(out_dir: &Path, cache: &Cache) {
+    let Ok(rd) = fs::read_dir(out_dir.join("runs")) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !cache.runs.contains_key(&name) && e.path().is_dir() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// Raw artifacts above this are listed but not copied into the site.
 const PUBLISH_RAW_MAX: u64 = 16 << 20;
 
-/// Copies the run's `raw/` files of at most [`PUBLISH_RAW_MAX`] bytes into the site; returns
-/// every raw file (path relative to the run directory) and whether it was published.
-fn publish_raw(dir: &Path, run_out: &Path) -> Result<Vec<(String, bool)>, SiteError> {
-    let raw = dir.join("raw");
-    let mut out = Vec::new();
-    if !raw.is_dir() {
-        return Ok(out);
-    }
-    for entry in walkdir::WalkDir::new(&raw)
+/// Every file under the run's `raw/` (path relative to the run directory, sorted) and whether
+/// it is small enough to publish (at most [`PUBLISH_RAW_MAX`] bytes).
+fn list_raw(dir: &Path) -> Vec<(String, bool)> {
+    raw_files(dir)
+        .map(|(rel, small)| (rel.to_string_lossy().replace('\\', "/"), small))
+        .collect()
+}
+
+fn raw_files(dir: &Path) -> impl Iterator<Item = (PathBuf, bool)> + '_ {
+    walkdir::WalkDir::new(dir.join("raw"))
         .sort_by_file_name()
         .into_iter()
         .flatten()
-    {
-        if !entry.file_type().is_file() {
+        .filter(|e| e.file_type().is_file())
+        .filter_map(move |e| {
+            let rel = e.path().strip_prefix(dir).ok()?.to_path_buf();
+            let small = e.metadata().is_ok_and(|m| m.len() <= PUBLISH_RAW_MAX);
+            Some((rel, small))
+        })
+}
+
+/// Copies the run's publishable raw artifacts into the site.
+fn copy_raw(dir: &Path, run_out: &Path) -> Result<(), SiteError> {
+    for (rel, small) in raw_files(dir) {
+        if !small {
             continue;
         }
-        let Ok(rel) = entry.path().strip_prefix(dir) else {
-            continue;
+        let dest = run_out.join(&rel);
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| SiteError::Write { path, source }
         };
-        let rel_text = rel.to_string_lossy().replace('\\', "/");
-        let small = entry
-            .metadata()
-            .map(|m| m.len() <= PUBLISH_RAW_MAX)
-            .unwrap_or(false);
-        if small {
-            let dest = run_out.join(rel);
-            if let Some(parent) = dest.parent() {
-                fs::create_dir_all(parent).map_err(|e| SiteError::Write {
-                    path: parent.to_path_buf(),
-                    source: e,
-                })?;
-            }
-            fs::copy(entry.path(), &dest).map_err(|e| SiteError::Write {
-                path: dest.clone(),
-                source: e,
-            })?;
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).map_err(err(parent))?;
         }
-        out.push((rel_text, small));
+        fs::copy(dir.join(&rel), &dest).map_err(err(&dest))?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Run directories (those holding a `bundle.json`) directly under `runs_dir`, sorted; hidden
@@ -382,6 +442,15 @@ fn safe_id(run_id: &str, dir: &Path) -> String {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "run".into())
     }
+}
+
+/// Writes `bytes` to `path` unless it holds them already; returns whether it wrote.
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool, SiteError> {
+    if fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    write(path, bytes)?;
+    Ok(true)
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a reader never sees a

@@ -2,196 +2,37 @@
 //! of two or more runs, drawn with plotters on any backend — the canvas on screen (and for
 //! PNG export), SVG for export — so both exports show exactly what is on screen.
 //!
-//! Every number is read from the bundle or computed from bundle numbers, and the formula is
-//! in the chart title or the note: nothing is drawn for a value a run does not have.
+//! Every number is the report crate's ([`RunSummary`], the compare page's tables use the same),
+//! and the formula is in the chart title or the page's note: nothing is drawn for a value a run
+//! does not have.
 
-use llmprof_bundle::{Bundle, Category, OpKind, StageRole};
+use llmprof_bundle::Category;
+use llmprof_report::compare::{DECODE_TPS, EFFICIENCY, PREFILL_TPS};
+use llmprof_report::fmt::compact;
+use llmprof_report::palette::{self, Rgb};
+pub use llmprof_report::{Comparison, Norm, RunSummary};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::model::color_of;
 
-/// The numbers one run contributes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunSummary {
-    /// Which run this is to the page (the site's directory name; the run id by default).
-    pub id: String,
-    pub run_id: String,
-    pub title: String,
-    /// Top-level stages (warm-up excluded): name and median wall time per instance, ms.
-    pub stages: Vec<(String, f64)>,
-    /// MFU and MBU (%) of the first prefill and decode stages.
-    pub prefill_mfu_mbu: (Option<f64>, Option<f64>),
-    pub decode_mfu_mbu: (Option<f64>, Option<f64>),
-    pub decode_tokens_per_s: Option<f64>,
-    /// Prompt (plus image) tokens × batch over the median prefill wall time.
-    pub prefill_tokens_per_s: Option<f64>,
-    /// Kernel time by category, ns, inside the run's top-level stages (warm-up excluded;
-    /// memcpy and memset excluded, as in the site's category table).
-    pub mix: Vec<(Category, u64)>,
-    /// Tokens the run processed: prompt (plus image) tokens per prefill instance and every
-    /// generated token, × batch.
-    pub tokens: Option<u64>,
-    /// Forward steps: prefill instances plus decode steps.
-    pub steps: Option<u64>,
-}
+/// Most stages the stage chart shows (the first ones).
+const MAX_STAGES: usize = 8;
 
-/// How the category mix is normalised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Norm {
-    /// µs of kernel time per processed token.
-    PerToken,
-    /// µs of kernel time per forward step.
-    PerStep,
-    /// % of the run's kernel time.
-    Share,
-}
-
-impl Norm {
-    pub fn parse(s: &str) -> Norm {
-        match s {
-            "step" => Norm::PerStep,
-            "share" => Norm::Share,
-            _ => Norm::PerToken,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Norm::PerToken => "token",
-            Norm::PerStep => "step",
-            Norm::Share => "share",
-        }
-    }
-}
-
-/// Colours of the runs (series), in order.
-pub const RUN_COLORS: [&str; 6] = [
-    "#2f6fde", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#495057",
-];
-
-impl RunSummary {
-    pub fn from_bundle(b: &Bundle) -> RunSummary {
-        let stages: Vec<(String, f64)> = b
-            .stages
-            .iter()
-            .filter(|s| s.depth == 0 && !llmprof_bundle::is_warmup(&s.name))
-            .map(|s| (s.name.clone(), s.wall.median_ns / 1e6))
-            .collect();
-        let a = b.analysis.as_ref();
-        let role_metrics = |role: StageRole| {
-            a.and_then(|a| a.stages.iter().find(|s| s.role == role))
-                .map_or((None, None), |s| {
-                    (s.mfu.map(|v| v * 100.0), s.mbu.map(|v| v * 100.0))
-                })
-        };
-        let w = b.workload.as_ref();
-        let batch = w.map_or(1, |w| w.batch());
-        let context = w.and_then(|w| w.context_before_decode());
-        let prefill_stage = b
-            .stages
-            .iter()
-            .find(|s| StageRole::of_name(&s.name) == StageRole::Prefill);
-        let prefill_tokens_per_s = match (context, prefill_stage) {
-            (Some(c), Some(s)) if s.wall.median_ns > 0.0 => {
-                Some((c * batch) as f64 / (s.wall.median_ns / 1e9))
-            }
-            _ => None,
-        };
-        let generated = a.and_then(|a| a.run.generated_tokens);
-        let prefills = prefill_stage.map(|s| s.instances);
-        let tokens = match (context, prefills, generated) {
-            (Some(c), Some(p), Some(g)) => c
-                .checked_mul(batch)
-                .and_then(|x| x.checked_mul(p))
-                .and_then(|x| x.checked_add(g)),
-            _ => None,
-        };
-        let decode_steps: Option<u64> = w
-            .and_then(|w| w.decode_steps.as_ref())
-            .and_then(|d| d.value.iter().try_fold(0u64, |a, &x| a.checked_add(x)));
-        let steps = match (prefills, decode_steps) {
-            (Some(p), Some(d)) => p.checked_add(d),
-            _ => None,
-        };
-        // Kernel time inside the measured top-level stages only, so warm-up passes, model
-        // loading and work outside every stage do not inflate the per-token figures.
-        let measured: Vec<u32> = b
-            .stages
-            .iter()
-            .filter(|s| s.depth == 0 && !llmprof_bundle::is_warmup(&s.name))
-            .map(|s| s.id)
-            .collect();
-        let mix = Category::ALL
-            .iter()
-            .map(|&c| {
-                let ns = b
-                    .kernels
-                    .iter()
-                    .filter(|k| k.kind == OpKind::Kernel && k.category == c)
-                    .flat_map(|k| k.by_stage.iter())
-                    .filter(|bs| measured.contains(&bs.stage))
-                    .fold(0u64, |a, bs| a.saturating_add(bs.total_ns));
-                (c, ns)
-            })
-            .collect();
-        RunSummary {
-            id: b.run_id.clone(),
-            run_id: b.run_id.clone(),
-            title: b.label.clone().unwrap_or_else(|| b.run_id.clone()),
-            stages,
-            prefill_mfu_mbu: role_metrics(StageRole::Prefill),
-            decode_mfu_mbu: role_metrics(StageRole::Decode),
-            decode_tokens_per_s: a.and_then(|a| a.run.decode_tokens_per_s),
-            prefill_tokens_per_s,
-            mix,
-            tokens,
-            steps,
-        }
-    }
-
-    /// The category mix under `norm`, or why it cannot be computed.
-    pub fn mix_values(&self, norm: Norm) -> Result<Vec<(Category, f64)>, String> {
-        let total: u64 = self.mix.iter().fold(0u64, |a, m| a.saturating_add(m.1));
-        let div = match norm {
-            Norm::PerToken => self
-                .tokens
-                .filter(|&t| t > 0)
-                .map(|t| t as f64 * 1e3)
-                .ok_or_else(|| format!("{}: token count unknown", self.title))?,
-            Norm::PerStep => self
-                .steps
-                .filter(|&s| s > 0)
-                .map(|s| s as f64 * 1e3)
-                .ok_or_else(|| format!("{}: step count unknown", self.title))?,
-            Norm::Share if total > 0 => total as f64 / 100.0,
-            Norm::Share => return Err(format!("{}: no kernels", self.title)),
-        };
-        Ok(self
-            .mix
-            .iter()
-            .map(|&(c, ns)| (c, ns as f64 / div))
-            .collect())
-    }
-}
+/// The chart title of the stage times.
+pub const STAGES_TITLE: &str = "Median wall time per stage instance (ms)";
+/// The chart title of MFU and MBU.
+pub const EFFICIENCY_TITLE: &str = "MFU / MBU over stage wall time (%)";
 
 fn run_color(i: usize) -> RGBColor {
-    hex(RUN_COLORS[i % RUN_COLORS.len()])
+    hex(palette::run(i))
 }
 
-/// `#rrggbb` to a colour (grey for anything else).
+/// A palette colour for plotters.
 pub fn hex(s: &str) -> RGBColor {
-    let p = |i: usize| {
-        s.get(i..i + 2)
-            .and_then(|h| u8::from_str_radix(h, 16).ok())
-            .unwrap_or(128)
-    };
-    if s.len() == 7 && s.starts_with('#') {
-        RGBColor(p(1), p(3), p(5))
-    } else {
-        RGBColor(128, 128, 128)
-    }
+    let Rgb(r, g, b) = palette::rgb(s);
+    RGBColor(r, g, b)
 }
 
 /// Size of the comparison figure for `runs` runs, CSS pixels.
@@ -200,18 +41,6 @@ pub fn figure_size(runs: usize) -> (u32, u32) {
 }
 
 type DrawResult = Result<(), String>;
-
-/// Axis and bar numbers: no trailing `.0` on large values.
-fn axis_number(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
@@ -263,72 +92,32 @@ pub fn draw<DB: DrawingBackend>(
     let top = rows[0].split_evenly((1, 2));
     let mid = rows[1].split_evenly((1, 2));
 
-    // Per-stage median wall time.
-    let mut stage_names: Vec<String> = Vec::new();
-    for r in runs {
-        for (n, _) in &r.stages {
-            if !stage_names.contains(n) && stage_names.len() < 8 {
-                stage_names.push(n.clone());
-            }
-        }
-    }
+    // The compare page's numbers: one comparison of the picked runs.
+    let comparison = Comparison {
+        runs: runs.to_vec(),
+    };
+    let stage_names = comparison.stage_names(MAX_STAGES);
     let stage_values: Vec<Vec<Option<f64>>> = runs
         .iter()
         .map(|r| {
             stage_names
                 .iter()
-                .map(|n| r.stages.iter().find(|(m, _)| m == n).map(|s| s.1))
+                .map(|n| r.stage_ns(n).map(|ns| ns / 1e6))
                 .collect()
         })
         .collect();
-    grouped_bars(
-        &top[0],
-        "Median wall time per stage instance (ms)",
-        &stage_names,
-        &stage_values,
-        s,
-    )?;
+    grouped_bars(&top[0], STAGES_TITLE, &stage_names, &stage_values, s)?;
 
-    let groups: Vec<String> = ["prefill MFU", "prefill MBU", "decode MFU", "decode MBU"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let groups: Vec<String> = EFFICIENCY.iter().map(|m| m.short.to_string()).collect();
     let eff: Vec<Vec<Option<f64>>> = runs
         .iter()
-        .map(|r| {
-            vec![
-                r.prefill_mfu_mbu.0,
-                r.prefill_mfu_mbu.1,
-                r.decode_mfu_mbu.0,
-                r.decode_mfu_mbu.1,
-            ]
-        })
+        .map(|r| EFFICIENCY.iter().map(|m| (m.value)(r)).collect())
         .collect();
-    grouped_bars(
-        &top[1],
-        "MFU / MBU over stage wall time (%)",
-        &groups,
-        &eff,
-        s,
-    )?;
-
-    let one = |f: fn(&RunSummary) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
-        runs.iter().map(|r| vec![f(r)]).collect()
-    };
-    grouped_bars(
-        &mid[0],
-        "Decode tokens/s",
-        &["decode".to_string()],
-        &one(|r| r.decode_tokens_per_s),
-        s,
-    )?;
-    grouped_bars(
-        &mid[1],
-        "Prefill tokens/s (prompt tokens × batch / median prefill wall)",
-        &["prefill".to_string()],
-        &one(|r| r.prefill_tokens_per_s),
-        s,
-    )?;
+    grouped_bars(&top[1], EFFICIENCY_TITLE, &groups, &eff, s)?;
+    for (area, m) in [(&mid[0], DECODE_TPS), (&mid[1], PREFILL_TPS)] {
+        let values: Vec<Vec<Option<f64>>> = runs.iter().map(|r| vec![(m.value)(r)]).collect();
+        grouped_bars(area, m.label, &[m.short.to_string()], &values, s)?;
+    }
     for r in runs {
         if r.decode_tokens_per_s.is_none() {
             notes.push(format!("{}: decode tokens/s unknown", r.title));
@@ -343,14 +132,7 @@ pub fn draw<DB: DrawingBackend>(
             Err(e) => notes.push(e),
         }
     }
-    let title = match norm {
-        Norm::PerToken => {
-            "Kernel time in the measured stages by category, per processed token (µs)"
-        }
-        Norm::PerStep => "Kernel time in the measured stages by category, per forward step (µs)",
-        Norm::Share => "Kernel time in the measured stages by category (%)",
-    };
-    stacked_mix(&rows[2], title, runs, &mixes, s)?;
+    stacked_mix(&rows[2], norm.title(), runs, &mixes, s)?;
     root.present().map_err(err)?;
     Ok(notes)
 }
@@ -388,7 +170,7 @@ fn grouped_bars<DB: DrawingBackend>(
         .disable_x_mesh()
         .x_labels(0)
         .y_labels(5)
-        .y_label_formatter(&|v| axis_number(*v))
+        .y_label_formatter(&|v| compact(*v))
         .label_style(("sans-serif", 11.0 * s))
         .draw()
         .map_err(err)?;
@@ -410,7 +192,7 @@ fn grouped_bars<DB: DrawingBackend>(
             .draw_series(vals.iter().enumerate().filter_map(|(gi, v)| {
                 let v = (*v)?;
                 let x = gi as f64 - 0.4 + (ri as f64 + 0.5) * bar_w;
-                let label = axis_number(v);
+                let label = compact(v);
                 Some(Text::new(
                     label,
                     (x, v),
@@ -466,7 +248,7 @@ fn stacked_mix<DB: DrawingBackend>(
         .disable_y_mesh()
         .y_labels(0)
         .x_labels(8)
-        .x_label_formatter(&|v| axis_number(*v))
+        .x_label_formatter(&|v| compact(*v))
         .label_style(("sans-serif", 11.0 * s))
         .draw()
         .map_err(err)?;
@@ -484,7 +266,7 @@ fn stacked_mix<DB: DrawingBackend>(
             }
         }
         chart.draw_series(rects).map_err(err)?;
-        let label = format!("{} · {}", runs[*ri].title, axis_number(x));
+        let label = format!("{} · {}", runs[*ri].title, compact(x));
         chart
             .draw_series(std::iter::once(Text::new(
                 label,

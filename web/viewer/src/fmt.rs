@@ -1,28 +1,7 @@
-//! Number formatting for labels and tooltips.
+//! Time-axis ticks and their labels; other numbers are formatted by the report crate (its
+//! `duration` and `thousands` are re-exported here for the viewer's modules).
 
-/// A duration in ns with a unit that keeps 3 significant figures: `812 ns`, `4.21 µs`,
-/// `13.0 ms`, `2.50 s`.
-pub fn duration(ns: f64) -> String {
-    let a = ns.abs();
-    let (v, unit) = if a < 1e3 {
-        (ns, "ns")
-    } else if a < 1e6 {
-        (ns / 1e3, "µs")
-    } else if a < 1e9 {
-        (ns / 1e6, "ms")
-    } else {
-        (ns / 1e9, "s")
-    };
-    if unit == "ns" {
-        format!("{v:.0} {unit}")
-    } else if v.abs() < 10.0 {
-        format!("{v:.2} {unit}")
-    } else if v.abs() < 100.0 {
-        format!("{v:.1} {unit}")
-    } else {
-        format!("{v:.0} {unit}")
-    }
-}
+pub use llmprof_report::fmt::{duration, thousands};
 
 /// A time-axis tick step (ns) of 1, 2 or 5 × 10^k so that about `target` ticks span `span_ns`.
 pub fn tick_step(span_ns: f64, target: f64) -> f64 {
@@ -66,30 +45,9 @@ pub fn tick_label(t: f64, step: f64) -> String {
     format!("{:.*} {name}", decimals, t / unit)
 }
 
-/// `1,234,567`.
-pub fn thousands(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_keep_three_figures() {
-        assert_eq!(duration(812.0), "812 ns");
-        assert_eq!(duration(4_213.0), "4.21 µs");
-        assert_eq!(duration(13_040_000.0), "13.0 ms");
-        assert_eq!(duration(2.5e9), "2.50 s");
-    }
 
     #[test]
     fn ticks_are_1_2_5() {
@@ -106,11 +64,5 @@ mod tests {
         assert_eq!(tick_label(1.2e9, 2e8), "1.2 s");
         assert_eq!(tick_label(0.0, 5e5), "0 µs");
         assert_eq!(tick_label(500.0, 100.0), "500 ns");
-    }
-
-    #[test]
-    fn thousands_separates() {
-        assert_eq!(thousands(1_000_000), "1,000,000");
-        assert_eq!(thousands(999), "999");
     }
 }

@@ -229,7 +229,7 @@ fn col2(a: &[u64], b: &[u64], i: u32) -> (u64, u64) {
 
 /// The one category palette (charts, site legend, viewer).
 pub fn color_of(c: Category) -> &'static str {
-    llmprof_charts::category_color(c)
+    llmprof_report::palette::category(c)
 }
 
 fn check_columns(t: &Timeline) -> Result<(), LoadError> {

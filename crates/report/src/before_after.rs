@@ -5,7 +5,8 @@
 
 use llmprof_bundle::{Bundle, Category, OpKind, StageRole};
 
-use crate::view::{thousands, TableView};
+use crate::fmt::figure;
+use crate::table::{Column, TableView};
 
 /// How a captured run ran its decode step: `(compile, cache)`, `("none", "dynamic")` when
 /// eager; `None` for runs that `llmprof capture --target` did not make.
@@ -74,16 +75,15 @@ fn distance(a: Option<&str>, b: Option<&str>) -> u64 {
 
 /// The table of one pair: one row per figure, the eager and optimized values, and the change.
 pub fn table(before: &Bundle, after: &Bundle) -> TableView {
-    let mut t = TableView {
-        headers: vec![
-            "Figure".into(),
-            before.run_id.clone(),
-            after.run_id.clone(),
-            "Change".into(),
-        ],
-        numeric: vec![false, true, true, true],
-        rows: Vec::new(),
-    };
+    let mut t = TableView::new(vec![
+        Column::text("Figure"),
+        Column::num(&before.run_id),
+        Column::num(&after.run_id),
+        Column::num("Change"),
+    ])
+    .from_source(
+        "TTFT, TPOT and tokens/s from the unprofiled baseline; the rest from the profiled pass",
+    );
     let setting =
         |b: &Bundle| optimize_of(b).map_or("?".into(), |(c, k)| format!("compile={c}, cache={k}"));
     t.rows.push(vec![
@@ -145,7 +145,7 @@ pub fn table(before: &Bundle, after: &Bundle) -> TableView {
     ];
     for (label, x, y, change) in rows {
         t.rows
-            .push(vec![label.into(), fmt(x), fmt(y), change.of(x, y)]);
+            .push(vec![label.into(), figure(x), figure(y), change.of(x, y)]);
     }
     for cat in Category::ALL {
         let (x, y) = (b.mix_us(cat), a.mix_us(cat));
@@ -154,8 +154,8 @@ pub fn table(before: &Bundle, after: &Bundle) -> TableView {
         }
         t.rows.push(vec![
             format!("{} kernel time per generated token (µs)", cat.as_str()),
-            fmt(x),
-            fmt(y),
+            figure(x),
+            figure(y),
             Change::Faster.of(x, y),
         ]);
     }
@@ -187,16 +187,6 @@ impl Change {
             Change::Points => format!("{:+.1} points", a - b),
             _ => String::new(),
         }
-    }
-}
-
-fn fmt(v: Option<f64>) -> String {
-    match v {
-        None => "n/a".into(),
-        Some(x) if x >= 1000.0 => thousands(x.round() as u64),
-        Some(x) if x >= 100.0 => format!("{x:.0}"),
-        Some(x) if x >= 10.0 => format!("{x:.1}"),
-        Some(x) => format!("{x:.2}"),
     }
 }
 

@@ -4,31 +4,27 @@
 
 use llmprof_bundle::{Bundle, GraphTrace};
 
-use crate::view::{thousands, TableView};
+use crate::fmt::{per_step, thousands};
+use crate::table::{Column, TableView};
 
 /// One row per analysed stage that launched GPU work; empty when none did or the bundle has
 /// no analysis.
-pub fn launch_table(b: &Bundle) -> TableView {
-    let mut t = TableView::with_headers(&[
-        ("Stage", false),
-        ("Launch calls", true),
-        ("CUDA graph launches", true),
-        ("Calls / step", true),
-        ("Graphs / step", true),
-        ("Kernels / step", true),
-        ("Kernels / graph", true),
-        ("GPU time in graphs (%)", true),
-        ("GPU work / call (µs)", true),
-        ("Call (µs)", true),
-    ]);
+pub(super) fn launch_table(b: &Bundle) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Stage"),
+        Column::num("Launch calls"),
+        Column::num("CUDA graph launches"),
+        Column::num("Calls / step"),
+        Column::num("Graphs / step"),
+        Column::num("Kernels / step"),
+        Column::num("Kernels / graph"),
+        Column::num("GPU time in graphs (%)"),
+        Column::num("GPU work / call (µs)"),
+        Column::num("Call (µs)"),
+    ])
+    .from_source("launch calls of the timing source; per step from the workload's decode steps");
     let Some(a) = &b.analysis else {
         return t;
-    };
-    // Counts per step: 1032, 4.0, 1.5.
-    let f1 = |v: Option<f64>| match v {
-        None => "–".into(),
-        Some(x) if x >= 100.0 => format!("{x:.0}"),
-        Some(x) => format!("{x:.1}"),
     };
     let us = |v: Option<f64>| v.map_or("–".into(), |x| format!("{:.1}", x / 1e3));
     for sa in &a.stages {
@@ -39,11 +35,11 @@ pub fn launch_table(b: &Bundle) -> TableView {
             sa.name.clone(),
             thousands(s.launches),
             thousands(s.graph_launches),
-            f1(f.launches_per_step),
-            f1(f.graph_launches_per_step),
-            f1(f.kernels_per_step),
-            f1(f.kernels_per_graph),
-            f1(f.graph_share_pct),
+            per_step(f.launches_per_step),
+            per_step(f.graph_launches_per_step),
+            per_step(f.kernels_per_step),
+            per_step(f.kernels_per_graph),
+            per_step(f.graph_share_pct),
             us(f.gpu_ns_per_launch),
             us(f.launch_call_ns),
         ]);
@@ -69,15 +65,16 @@ pub fn graph_trace_note(b: &Bundle) -> Option<String> {
 }
 
 /// One row per pass that compiled the decode step (`[optimize]`); empty for eager runs.
-pub fn compile_table(b: &Bundle) -> TableView {
-    let mut t = TableView::with_headers(&[
-        ("Pass", false),
-        ("torch.compile mode", false),
-        ("KV cache", false),
-        ("Compile (s)", true),
-        ("Graph capture (s)", true),
-        ("Result", false),
-    ]);
+pub(super) fn compile_table(b: &Bundle) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Pass"),
+        Column::text("torch.compile mode"),
+        Column::text("KV cache"),
+        Column::num("Compile (s)"),
+        Column::num("Graph capture (s)"),
+        Column::text("Result"),
+    ])
+    .from_source("the capture driver's compile records");
     let secs = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.2}"));
     for r in b.capture.iter().flat_map(|c| &c.compile) {
         let result = match (r.failure(), r.cudagraphs_skipped.first()) {

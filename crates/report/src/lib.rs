@@ -1,0 +1,24 @@
+//! The report model: what every view of a run shows, computed once from the bundle.
+//!
+//! `llmprof show`, the site's askama templates (HTML and `report.md`), the SVG charts and the
+//! WASM viewer only lay out what this crate returns, so the terminal, the pages and the canvas
+//! agree by construction:
+//!
+//! * [`run::RunReport`] — every section of a run as [`TableView`]s and sentences;
+//! * [`compare::Comparison`] — the numbers a comparison of runs shows ([`compare::RunSummary`])
+//!   and its tables; [`before_after`] pairs eager and optimized runs of one target;
+//! * [`fmt`] — every number format; [`palette`] — the category and run colours.
+//!
+//! It depends only on the bundle crate (and serde_json for the model config), so it compiles
+//! for `wasm32-unknown-unknown` with the viewer.
+
+pub mod before_after;
+pub mod compare;
+pub mod fmt;
+pub mod palette;
+pub mod run;
+pub mod table;
+
+pub use compare::{Comparison, Norm, RunSummary};
+pub use run::{CaptureReport, FindingView, IndexRow, RunReport};
+pub use table::{Cell, Column, TableView};

@@ -1,0 +1,235 @@
+//! What `llmprof capture` recorded of how the run was made: the passes with their command
+//! lines, the unprofiled baseline, the profilers' overhead, energy, the environment snapshot,
+//! the manifest and what is missing.
+
+use llmprof_bundle::{Bundle, Capture};
+
+use crate::fmt::{joules, ms_f, thousands, us};
+use crate::table::{Column, TableView};
+
+/// The capture's sections; empty tables and `None`s for an ingested run.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureReport {
+    /// `standard mode, target qwen2.5-0.5b`, or `…, INTERRUPTED: partial`; `None` when the run
+    /// was ingested from existing captures.
+    pub heading: Option<String>,
+    /// The user's command line and stage names, for `--cmd` captures.
+    pub command: Option<String>,
+    pub stage_names: Vec<String>,
+    /// What the overhead figures mean, or why there are none.
+    pub overhead_text: String,
+    /// The unprofiled baseline in one line.
+    pub baseline: Option<String>,
+    pub overhead: TableView,
+    pub passes: TableView,
+    pub energy: TableView,
+    pub energy_note: Option<String>,
+    pub manifest: TableView,
+    pub snapshot: TableView,
+    pub missing: Vec<String>,
+    /// `--set` overrides as given.
+    pub overrides: Vec<String>,
+    /// `nsys traced CUDA graphs at node level`.
+    pub graph_trace: Option<String>,
+}
+
+impl CaptureReport {
+    pub(super) fn of(b: &Bundle) -> CaptureReport {
+        let Some(c) = &b.capture else {
+            return CaptureReport {
+                overhead_text: "Not measured: this run was ingested from existing captures, so \
+                                there is no unprofiled baseline to compare with. Profiled \
+                                timings include the profilers' own overhead (CUPTI tracing \
+                                slows kernel launches)."
+                    .into(),
+                ..CaptureReport::default()
+            };
+        };
+        CaptureReport {
+            heading: Some(heading(c)),
+            command: c.command.clone(),
+            stage_names: c.stage_names.clone(),
+            overhead_text: overhead_text(c),
+            baseline: c.baseline.as_ref().map(|t| {
+                format!(
+                    "{} iterations: prefill median {} ms, decode median {} ms, step median {} \
+                     µs; iteration CV {:.1}%",
+                    t.iterations,
+                    ms_f(t.prefill.median_ns),
+                    ms_f(t.decode.median_ns),
+                    us(t.decode_step.median_ns),
+                    t.iteration_cv_pct
+                )
+            }),
+            overhead: overhead(c),
+            passes: passes(c),
+            energy: energy(c),
+            energy_note: c.energy_note.clone(),
+            manifest: manifest(c),
+            snapshot: snapshot(c),
+            missing: c.missing.clone(),
+            overrides: c.overrides.clone(),
+            graph_trace: c
+                .cuda_graph_trace
+                .as_ref()
+                .map(|l| format!("nsys traced CUDA graphs at {l} level")),
+        }
+    }
+}
+
+fn heading(c: &Capture) -> String {
+    format!(
+        "{} mode, {} {}{}",
+        c.mode,
+        if c.command.is_some() {
+            "command"
+        } else {
+            "target"
+        },
+        c.target,
+        if c.interrupted {
+            ", INTERRUPTED: partial"
+        } else {
+            ""
+        }
+    )
+}
+
+fn overhead_text(c: &Capture) -> String {
+    let text = match &c.baseline {
+        Some(base) => format!(
+            "Each profiled pass is compared with an unprofiled baseline of {} iteration(s) \
+             (iteration time varies {:.1}% between repeats, std/mean). Timings from a pass with \
+             high overhead are inflated by the profiler.",
+            base.iterations, base.iteration_cv_pct
+        ),
+        None => "No baseline pass ran, so the profilers' overhead is unknown.".into(),
+    };
+    // How the energy figures were computed.
+    match &c.energy_note {
+        Some(n) => format!("{text} {n}"),
+        None => text,
+    }
+}
+
+/// Each profiled pass's stage medians against the baseline's.
+fn overhead(c: &Capture) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Pass"),
+        Column::text("Stage"),
+        Column::num("Baseline median (ms)"),
+        Column::num("Profiled median (ms)"),
+        Column::num("Overhead (%)"),
+        Column::num("Interleaved pairs (%)").optional(),
+    ])
+    .from_source("the driver's stage timings of each pass, against the unprofiled baseline");
+    for o in &c.overhead {
+        t.push(vec![
+            o.pass.clone(),
+            o.stage.clone(),
+            ms_f(o.baseline_median_ns),
+            ms_f(o.profiled_median_ns),
+            format!("{:+.1}", o.overhead_pct),
+            match o.pair_range_pct {
+                Some([lo, hi]) => format!("{} pairs: {lo:+.1} to {hi:+.1}", o.pairs),
+                None => String::new(),
+            },
+        ]);
+    }
+    t
+}
+
+/// Every pass with its wall time, outcome and exact command line.
+fn passes(c: &Capture) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Pass"),
+        Column::num("Wall (s)"),
+        Column::text("Result"),
+        Column::text("Command").optional(),
+    ]);
+    for p in &c.passes {
+        t.push(vec![
+            p.name.clone(),
+            format!("{:.1}", p.wall_ns as f64 / 1e9),
+            p.outcome(),
+            p.command.join(" "),
+        ]);
+    }
+    t
+}
+
+/// Energy per stage instance of the baseline pass, from NVML power over the stage windows.
+fn energy(c: &Capture) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Stage"),
+        Column::num("Energy / instance (J)"),
+        Column::num("Mean power (W)"),
+        Column::num("Wall (ms)"),
+        Column::num("Instances"),
+        Column::num("NVML samples"),
+        Column::num("mJ / token"),
+    ])
+    .from_source("NVML power integrated over the baseline pass's stage windows");
+    for e in &c.energy {
+        t.push(vec![
+            e.stage.clone(),
+            joules(e.energy_j),
+            format!("{:.0}", e.mean_power_w),
+            ms_f(e.wall_ns),
+            thousands(e.instances),
+            thousands(e.samples),
+            e.j_per_token.map_or("n/a".into(), |j| joules(j * 1e3)),
+        ]);
+    }
+    t
+}
+
+fn manifest(c: &Capture) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Artifact"),
+        Column::num("Bytes"),
+        Column::text("sha256"),
+    ]);
+    for m in &c.manifest {
+        t.push(vec![m.path.clone(), thousands(m.bytes), m.sha256.clone()]);
+    }
+    t
+}
+
+/// The environment the capture recorded before its first pass.
+fn snapshot(c: &Capture) -> TableView {
+    let mut t = TableView::new(vec![Column::text(""), Column::text("")]);
+    let e = &c.snapshot;
+    for (k, v) in [
+        ("llmprof", Some(e.llmprof.clone())),
+        ("Python", e.python.clone()),
+        ("torch", e.torch.clone()),
+        ("transformers", e.transformers.clone()),
+        ("CUDA", e.cuda.clone()),
+        ("GPU", e.gpu.clone()),
+        ("GPU UUID", e.gpu_uuid.clone()),
+        ("Driver", e.driver.clone()),
+        (
+            "Power limit (W)",
+            e.power_limit_w.map(|w| format!("{w:.0}")),
+        ),
+        (
+            "SM clock max (MHz)",
+            e.sm_clock_max_mhz.map(|v| v.to_string()),
+        ),
+        (
+            "Memory clock max (MHz)",
+            e.mem_clock_max_mhz.map(|v| v.to_string()),
+        ),
+        ("MIG mode", e.mig_mode.clone()),
+        ("Device index", e.device_index.map(|v| v.to_string())),
+    ] {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            t.push(vec![k.into(), v]);
+        }
+    }
+    for (tool, v) in &e.tools {
+        t.push(vec![tool.clone(), v.clone()]);
+    }
+    t
+}

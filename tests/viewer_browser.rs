@@ -45,7 +45,8 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
         eprintln!("viewer browser test did not run: needs chromium, node and `npm ci --prefix tests/browser`");
         return;
     };
-    let (_dir, _runs, site) = build_sample_site();
+    let (_dir, runs, site) = build_sample_site();
+    with_captured_runs(&runs, &site);
     let id = "20261121-235636-sample";
     let run_dir = site.join("runs").join(id);
     let bundle = std::fs::read_to_string(run_dir.join("bundle.json")).unwrap();
@@ -89,6 +90,12 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
     let bases = out["bases"].as_object().unwrap();
     assert_eq!(bases.len(), 2, "both http and file:// ran");
     for (base, res) in bases {
+        // Every bar label and mix total of the picked runs was compared with the tables.
+        let checked = res["compare_checked"].as_u64().unwrap_or(0);
+        assert!(
+            checked >= 20,
+            "{base}: only {checked} compare numbers checked"
+        );
         // The selected range in the link is what the table shows, per the Rust computation.
         let hash = res["hash"].as_str().unwrap();
         let view = ViewState::parse(hash);
@@ -131,4 +138,33 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
         assert!((z["whole"][1].as_f64().unwrap() - run.timeline.end_ns as f64).abs() < 1.0);
         assert!(span(&z["zoomed"]) < span(&z["whole"]) * 0.5, "{base}: {z}");
     }
+}
+
+/// Adds the bundles of four H100 captures (eager and compiled, three models) to the sample
+/// site, so the compare page's default picks are real runs that differ.
+fn with_captured_runs(runs: &Path, site: &Path) {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sample-runs");
+    for id in [
+        "20261123-154903-qwen2.5-0.5b-standard",
+        "20261123-155734-qwen3-moe-small-standard-reduce-overhead",
+        "20261123-160018-qwen2.5-0.5b-light-reduce-overhead",
+        "20261123-160233-deepseek-ocr2-light-reduce-overhead",
+    ] {
+        let dir = runs.join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            samples.join(id).join("bundle.json"),
+            dir.join("bundle.json"),
+        )
+        .unwrap();
+    }
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+    ] as [&std::ffi::OsStr; 6]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

@@ -20,9 +20,23 @@ const browser = await chromium.launch({
     "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
 
+// Records the text the comparison draws on its canvas (text, alignment, baseline), so the
+// test can read the numbers the canvas shows.
+function recordCanvasText() {
+  const fill = CanvasRenderingContext2D.prototype.fillText;
+  window.__cmpText = [];
+  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    if (this.canvas && this.canvas.id === "cmp-canvas") {
+      window.__cmpText.push({ text: String(text), align: this.textAlign, baseline: this.textBaseline });
+    }
+    return fill.call(this, text, ...rest);
+  };
+}
+
 async function open(url) {
   // A 2× device-pixel ratio checks that the canvas is drawn sharp on high-DPI screens.
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 2 });
+  await page.addInitScript(recordCanvasText);
   const errors = [];
   page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") errors.push(m.text()); });
   page.on("pageerror", (e) => errors.push(e.message));
@@ -40,6 +54,86 @@ const view = (page, method, ...args) => page.evaluate(
     const r = window.llmprofTimeline.view[m](...a);
     return ArrayBuffer.isView(r) ? Array.from(r) : r;
   }, [method, args]);
+
+// The interval a label stands for: "607" is 606.5 to 607.5, "35.2" 35.15 to 35.25.
+function within(label, value) {
+  const text = label.replace(/,/g, "");
+  const x = Number(text);
+  if (!Number.isFinite(x)) return false;
+  const dot = text.indexOf(".");
+  const half = 0.5 * Math.pow(10, dot < 0 ? 0 : -(text.length - dot - 1));
+  return Math.abs(x - value) <= half + 1e-9 * Math.max(1, Math.abs(value));
+}
+
+// Sorted label texts against sorted values: rounding keeps the order, so the i-th of each
+// must agree.
+function sameNumbers(labels, values, what) {
+  check(labels.length === values.length,
+    `${what}: the canvas shows ${labels.length} numbers [${labels}], the tables ${values.length} [${values}]`);
+  const l = labels.slice().sort((a, b) => Number(a.replace(/,/g, "")) - Number(b.replace(/,/g, "")));
+  const v = values.slice().sort((a, b) => a - b);
+  l.forEach((x, i) => check(within(x, v[i]), `${what}: the canvas shows ${x}, the table ${v[i]}`));
+  return values.length;
+}
+
+// The compare page's tables (rendered by site build) and its canvas (drawn by the wasm viewer
+// from the runs' bundles) show the same numbers for the picked runs. Returns how many numbers
+// were compared.
+async function compareTablesMatchCanvas(page) {
+  const tables = await page.evaluate(() => {
+    const read = (id) => {
+      const t = document.getElementById(id);
+      const heads = Array.from(t.querySelectorAll("thead th"), (th) => th.textContent);
+      const rows = Array.from(t.querySelectorAll("tbody tr"), (tr) => {
+        const tds = Array.from(tr.children);
+        return { label: tds[0].textContent, values: tds.slice(1).map((td) => td.hasAttribute("data-value") ? Number(td.getAttribute("data-value")) : null) };
+      });
+      return { heads, rows };
+    };
+    return {
+      stages: read("compare-stages-table"),
+      efficiency: read("compare-efficiency-table"),
+      token: read("compare-mix-token-table"),
+      picked: Array.from(document.querySelectorAll("input.cmp-pick:checked"), (c) => c.getAttribute("data-run")),
+    };
+  });
+  check(tables.picked.length >= 2, "the compare page picks two or more runs");
+  // Draw the picked runs once more, per processed token, as compare.js does, and read what
+  // the canvas wrote.
+  await page.evaluate(() => {
+    window.__cmpText = [];
+    const ids = Array.from(document.querySelectorAll("input.cmp-pick:checked"), (c) => c.value);
+    window.llmprofCompare.render(ids.join(","), "token", window.devicePixelRatio || 1);
+  });
+  const drawn = await page.evaluate(() => window.__cmpText);
+  const at = (title) => drawn.findIndex((t) => t.text === title);
+  const segments = [
+    "Median wall time per stage instance (ms)",
+    "MFU / MBU over stage wall time (%)",
+    "Decode tokens/s",
+    "Prefill tokens/s (prompt tokens × batch / median prefill wall)",
+    "Kernel time in the measured stages by category, per processed token (µs)",
+  ].map(at);
+  segments.forEach((i) => check(i >= 0, `a chart title is missing from the canvas: ${JSON.stringify(drawn.slice(0, 40))}`));
+  const bars = (k) => drawn.slice(segments[k], segments[k + 1])
+    .filter((t) => t.align === "center" && t.baseline === "bottom").map((t) => t.text);
+  const column = (table, id) => table.heads.indexOf(id) - 1;
+  const values = (table, rows) => tables.picked.flatMap((id) => {
+    const c = column(table, id);
+    check(c >= 0, `run ${id} has no column in the tables`);
+    return table.rows.filter(rows).map((r) => r.values[c]).filter((v) => v !== null);
+  });
+  const eff = (labels) => (r) => labels.includes(r.label);
+  let n = 0;
+  n += sameNumbers(bars(0), values(tables.stages, () => true), "median stage time");
+  n += sameNumbers(bars(1), values(tables.efficiency, eff(["Prefill MFU (%)", "Prefill MBU (%)", "Decode MFU (%)", "Decode MBU (%)"])), "MFU/MBU");
+  n += sameNumbers(bars(2), values(tables.efficiency, eff(["Decode tokens/s"])), "decode tokens/s");
+  n += sameNumbers(bars(3), values(tables.efficiency, eff(["Prefill tokens/s (prompt tokens × batch / median prefill wall)"])), "prefill tokens/s");
+  // The mix: each run's total per processed token, drawn after its title as "title · total".
+  const totals = drawn.slice(segments[4]).filter((t) => t.text.includes(" · ")).map((t) => t.text.split(" · ").pop());
+  n += sameNumbers(totals, values(tables.token, (r) => r.label === "Total"), "kernel time per token");
+  return n;
+}
 
 const out = { bases: {} };
 for (const base of cfg.bases) {
@@ -197,6 +291,7 @@ for (const base of cfg.bases) {
       if (ext === ".png") check(bytes[0] === 0x89 && bytes[1] === 0x50, "the PNG export is not a PNG");
     }
   }
+  res.compare_checked = await compareTablesMatchCanvas(cmp.page);
   res.compare_status = await cmp.page.innerText("#cmp-status");
   if (cfg.compare_screenshot && base.startsWith("http")) {
     await cmp.page.screenshot({ path: cfg.compare_screenshot, fullPage: true });

@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use llmprof_bundle::{Bundle, StageRole};
 use llmprof_ingest::{ingest, IngestRequest, WorkloadFlags};
 

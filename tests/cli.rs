@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use llmprof_bundle::{Bundle, Summary, Timeline};
 
 fn stdout(o: &std::process::Output) -> String {

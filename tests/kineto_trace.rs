@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 use llmprof_bundle::{Bundle, OpKind, StageKind, Timeline};
 use llmprof_ingest::{ingest, IngestRequest};
 

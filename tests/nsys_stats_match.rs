@@ -5,12 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 use llmprof_bundle::{Bundle, Distribution, OpKind};
 use llmprof_ingest::{ingest, IngestRequest};
 

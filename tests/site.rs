@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 fn build_sample() -> (tempfile::TempDir, PathBuf, PathBuf) {
     build_sample_site()

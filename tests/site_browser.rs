@@ -7,12 +7,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// Loads `url` headless; returns (DOM, console lines).
 fn load(browser: &Path, url: &str, screenshot: Option<&Path>) -> (String, Vec<String>) {

@@ -10,12 +10,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use llmprof_viewer::hash::ViewState;
 use llmprof_viewer::model::Run;
 use llmprof_viewer::{fmt, range};

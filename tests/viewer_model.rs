@@ -21,7 +21,7 @@ use llmprof_viewer::viewport::Viewport;
 
 fn fixture(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200-qwen2-0.5b")
+        .join("tests/fixtures/h200-qwen2-0.5b")
         .join(file)
 }
 

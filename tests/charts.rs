@@ -14,7 +14,7 @@ use llmprof_ingest::{ingest, IngestRequest};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/h200-qwen2-0.5b"
+    "/tests/fixtures/h200-qwen2-0.5b"
 );
 
 fn fixture() -> &'static Bundle {

@@ -125,3 +125,23 @@ fn numbers_are_formatted_in_one_place() {
         }
     }
 }
+
+#[test]
+fn the_site_crate_packages_alone() {
+    let o = std::process::Command::new(env!("CARGO"))
+        .args(["package", "-p", "llmprof-site", "--list", "--allow-dirty", "--offline"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for file in [
+        "askama.toml",
+        "templates/run.html",
+        "templates/report.md",
+        "static/style.css",
+        "static/viewer/llmprof_viewer_wasm.js",
+    ] {
+        assert!(list.lines().any(|l| l == file), "{file} not packaged:\n{list}");
+    }
+}

@@ -129,7 +129,14 @@ fn numbers_are_formatted_in_one_place() {
 #[test]
 fn the_site_crate_packages_alone() {
     let o = std::process::Command::new(env!("CARGO"))
-        .args(["package", "-p", "llmprof-site", "--list", "--allow-dirty", "--offline"])
+        .args([
+            "package",
+            "-p",
+            "llmprof-site",
+            "--list",
+            "--allow-dirty",
+            "--offline",
+        ])
         .current_dir(repo())
         .output()
         .unwrap();
@@ -142,6 +149,9 @@ fn the_site_crate_packages_alone() {
         "static/style.css",
         "static/viewer/llmprof_viewer_wasm.js",
     ] {
-        assert!(list.lines().any(|l| l == file), "{file} not packaged:\n{list}");
+        assert!(
+            list.lines().any(|l| l == file),
+            "{file} not packaged:\n{list}"
+        );
     }
 }

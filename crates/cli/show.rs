@@ -99,7 +99,7 @@ fn capture(s: &mut String, r: &RunReport, width: usize) {
             s.push_str(&format!("  stages    {}\n", c.stage_names.join(", ")));
         }
     }
-    s.push_str(&indent(&table::render(&c.passes, width)));
+    s.push_str(&table::render(&c.passes, width));
     if let Some(b) = &c.baseline {
         s.push_str(&wrap(&format!("baseline  {b}"), width, 2));
     }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use llmprof_report::TableView;
 
 /// The narrowest the flexible (cut) column gets before optional columns are left out.
-const FLEX_MIN: usize = 24;
+const FLEX_MIN: usize = 40;
 
 /// Renders `t` in at most `width` columns (the flexible column cut to at least 12).
 pub fn render(t: &TableView, width: usize) -> String {
@@ -110,8 +110,8 @@ mod tests {
 
     #[test]
     fn cuts_the_flexible_column() {
-        let s = render(&table(), 60);
-        assert!(s.lines().all(|l| l.chars().count() <= 60), "{s}");
+        let s = render(&table(), 70);
+        assert!(s.lines().all(|l| l.chars().count() <= 70), "{s}");
         assert!(s.contains('…'));
         assert!(
             s.contains("detail"),
@@ -121,9 +121,9 @@ mod tests {
 
     #[test]
     fn leaves_out_optional_columns_before_cutting_names_short() {
-        let s = render(&table(), 36);
+        let s = render(&table(), 50);
         assert!(!s.contains("detail"), "{s}");
-        assert!(s.lines().all(|l| l.chars().count() <= 36), "{s}");
+        assert!(s.lines().all(|l| l.chars().count() <= 50), "{s}");
         let wide = render(&table(), 200);
         assert!(
             wide.contains(&"a".repeat(100)) && wide.contains("12345"),

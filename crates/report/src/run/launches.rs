@@ -17,10 +17,10 @@ pub(super) fn launch_table(b: &Bundle) -> TableView {
         Column::num("Calls / step"),
         Column::num("Graphs / step"),
         Column::num("Kernels / step"),
-        Column::num("Kernels / graph"),
-        Column::num("GPU time in graphs (%)"),
-        Column::num("GPU work / call (µs)"),
-        Column::num("Call (µs)"),
+        Column::num("Kernels / graph").optional(),
+        Column::num("GPU time in graphs (%)").optional(),
+        Column::num("GPU work / call (µs)").optional(),
+        Column::num("Call (µs)").optional(),
     ])
     .from_source("launch calls of the timing source; per step from the workload's decode steps");
     let Some(a) = &b.analysis else {

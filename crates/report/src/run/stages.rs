@@ -21,7 +21,7 @@ pub(super) fn table(b: &Bundle) -> TableView {
         Column::num("Instances"),
         Column::num("Wall (ms)"),
         Column::num("Mean (ms)").optional(),
-        Column::num("Median (ms)").optional(),
+        Column::num("Median (ms)"),
         Column::num("GPU proj (ms)"),
         Column::num("GPU ops"),
         Column::num("Kernel (ms)"),

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use llmprof_capture::{
     CaptureOptions, CommandWorkload, GraphTraceLevel, Interrupt, Mode, Override, WorkloadSpec,
 };
-use llmprof_ingest::{run_store, IngestRequest, Ingested};
+use llmprof_ingest::{IngestRequest, Ingested};
 
 use crate::args::{CaptureArgs, GraphTraceArg, ModeArg};
 
@@ -197,7 +197,7 @@ pub fn run(args: CaptureArgs) -> Result<()> {
         let _ = writeln!(err, "missing: {m}");
     }
     let keep = &output.work_dir;
-    let dir = run_store::write_run(&args.out, ingested)
+    let dir = llmprof_store::write_run(&args.out, ingested.bundle, ingested.timeline)
         .map_err(anyhow::Error::from)
         .map_err(|e| disk_full_or(e, &args.out, keep))?;
     // The raw artifacts move into the run directory.
@@ -211,14 +211,14 @@ pub fn run(args: CaptureArgs) -> Result<()> {
     let _ = std::fs::remove_dir_all(&output.work_dir);
     // Older runs of the target keep only compressed raw files (their manifests still list the
     // original files' sha256).
-    let old = llmprof_capture::retention::apply(&args.out, plan.name());
+    let old = llmprof_store::retention::apply(&args.out, plan.name());
     if !old.is_empty() {
         let _ = writeln!(
             err,
             "compressed {} raw file(s) of older {} runs (the newest {} stay as captured)",
             old.len(),
             plan.name(),
-            llmprof_capture::retention::KEEP_UNCOMPRESSED
+            llmprof_store::retention::KEEP_UNCOMPRESSED
         );
     }
     if interrupted {
@@ -246,7 +246,7 @@ fn record_only(label: &str) -> Ingested {
     let mut b = llmprof_bundle::Bundle::new("");
     b.label = Some(label.to_string());
     b.llmprof_version = env!("CARGO_PKG_VERSION").into();
-    b.run_id = run_store::run_id(&b);
+    b.run_id = llmprof_store::run_id(&b);
     Ingested {
         bundle: b,
         timeline: None,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use llmprof_bundle::Severity;
-use llmprof_ingest::{run_store, Step};
+use llmprof_ingest::Step;
 
 use crate::args::IngestConfig;
 use crate::nsys_export;
@@ -79,7 +79,7 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
             "; {warnings} warning(s): records were skipped, see the Diagnostics table"
         ));
     }
-    let dir = run_store::write_run(&cfg.out, ingested)?;
+    let dir = llmprof_store::write_run(&cfg.out, ingested.bundle, ingested.timeline)?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{summary}");
     let _ = writeln!(err, "next: llmprof show {}", dir.display());

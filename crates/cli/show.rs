@@ -4,13 +4,12 @@ use std::io::Write;
 
 use anyhow::Result;
 use llmprof_bundle::{names, Analysis, Bundle, OpKind, Summary};
-use llmprof_ingest::run_store;
 
 use crate::args::ShowConfig;
 use crate::table::{ms, pct, thousands, us, Align, Table};
 
 pub fn run(cfg: ShowConfig) -> Result<()> {
-    let bundle = run_store::read_bundle(&cfg.run)?;
+    let bundle = llmprof_store::read_bundle(&cfg.run)?;
     let mut out = std::io::stdout().lock();
     if cfg.json {
         serde_json::to_writer_pretty(&mut out, &Summary::of(&bundle, cfg.top))?;

@@ -10,7 +10,6 @@
 pub mod energy;
 pub mod nvml;
 mod passes;
-pub mod retention;
 pub mod target;
 mod timings;
 pub mod tools;

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries, Overhead, PassRecord, Window};
+use llmprof_store::retention;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -431,7 +432,7 @@ pub fn run(
         }
     }
     // Size cap: big raw files (the PyTorch profiler's JSON trace) are kept gzipped.
-    let compressed = crate::retention::compress_raw(&raw, crate::retention::COMPRESS_NOW_BYTES);
+    let compressed = retention::compress_raw(&raw, retention::COMPRESS_NOW_BYTES);
     let kineto = kineto.map(|k| {
         if compressed.contains(&k) {
             let mut gz = k.into_os_string();

@@ -4,7 +4,7 @@
 //! format-free [`records`] to a [`convert::TraceConverter`], whose `finish()` builds the
 //! bundle's stages, kernels, totals and timeline. Raw SQLite rows, JSON events and CSV cells
 //! never leave the module that parses them. [`ingest`] runs the parsers a request names and
-//! assembles one bundle; [`run_store`] writes it atomically.
+//! assembles one bundle; `llmprof-store` writes it into the runs directory.
 
 pub mod convert;
 pub mod diagnostics;
@@ -15,8 +15,6 @@ pub mod kineto;
 pub mod ncu;
 pub mod nsys;
 pub mod records;
-pub mod run_store;
-mod time;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -248,7 +246,7 @@ pub fn ingest(
         bundle.diagnostics.extend(n.diagnostics);
     }
     merge_facts(&mut bundle, facts);
-    bundle.run_id = run_store::run_id(&bundle);
+    bundle.run_id = llmprof_store::run_id(&bundle);
     Ok(Ingested { bundle, timeline })
 }
 
@@ -400,7 +398,7 @@ fn merge_facts(bundle: &mut Bundle, facts: Vec<SourceFacts>) {
     }
     bundle.device = device;
     bundle.environment = env;
-    bundle.captured_at = captured.map(time::rfc3339_utc);
+    bundle.captured_at = captured.map(llmprof_bundle::time::rfc3339_utc);
 }
 
 fn merge_device(cur: &mut Device, other: Device) {

@@ -29,8 +29,6 @@ pub use pages::Svg;
 /// Why a site could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum SiteError {
-    #[error("runs directory `{}`: {message}", path.display())]
-    Runs { path: PathBuf, message: String },
     #[error("site directory `{}`: cannot write", path.display())]
     Write {
         path: PathBuf,
@@ -39,6 +37,8 @@ pub enum SiteError {
     },
     #[error("rendering {what}: {message}")]
     Render { what: String, message: String },
+    #[error(transparent)]
+    Store(#[from] llmprof_store::StoreError),
 }
 
 /// What to build.
@@ -97,29 +97,6 @@ fn data_script(kind: &str, id: &str, text: &str) -> String {
     format!("(window.LLMPROF_DATA = window.LLMPROF_DATA || {{}})[{key}] = {value};\n")
 }
 
-/// The run's timeline file: `timeline.json`, or `timeline.json.gz` as sample runs keep it.
-fn timeline_source(dir: &Path) -> Option<PathBuf> {
-    let plain = dir.join(TIMELINE_FILE);
-    let gz = dir.join(format!("{TIMELINE_FILE}.gz"));
-    [plain, gz].into_iter().find(|p| p.is_file())
-}
-
-fn read_timeline(path: &Path) -> Result<String, SiteError> {
-    let bad = |message: String| SiteError::Runs {
-        path: path.to_path_buf(),
-        message,
-    };
-    let bytes = fs::read(path).map_err(|e| bad(format!("cannot read ({e})")))?;
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
-            .map_err(|e| bad(format!("not a valid gzip of timeline.json ({e})")))?;
-        Ok(text)
-    } else {
-        String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))
-    }
-}
-
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Cache {
     /// llmprof version + template/asset hash: a new binary re-renders everything.
@@ -132,7 +109,7 @@ pub fn build(
     opts: &BuildOptions,
     progress: &mut dyn FnMut(Step<'_>),
 ) -> Result<BuildReport, SiteError> {
-    let found = find_runs(&opts.runs_dir)?;
+    let found = llmprof_store::list_runs(&opts.runs_dir)?;
     let write_err = |path: &Path, source| SiteError::Write {
         path: path.to_path_buf(),
         source,
@@ -176,7 +153,7 @@ pub fn build(
             id: &bundle.run_id,
         });
         let id = safe_id(&bundle.run_id, dir);
-        let timeline_src = timeline_source(dir);
+        let timeline_src = llmprof_store::timeline_path(dir);
         // A new or re-ingested timeline re-renders the run too (its size and mtime stand in
         // for its contents, which can be tens of MB).
         let timeline_stamp = timeline_src
@@ -206,7 +183,7 @@ pub fn build(
             // A timeline that cannot be read leaves the run without a timeline, not the site
             // without the run.
             let timeline = match &timeline_src {
-                Some(src) => match read_timeline(src) {
+                Some(src) => match llmprof_store::read_timeline_text(src) {
                     Ok(t) => Some(t),
                     Err(e) => {
                         report
@@ -336,35 +313,6 @@ fn publish_raw(dir: &Path, run_out: &Path) -> Result<Vec<(String, bool)>, SiteEr
         out.push((rel_text, small));
     }
     Ok(out)
-}
-
-/// Run directories (those holding a `bundle.json`) directly under `runs_dir`, sorted; hidden
-/// (in-progress) directories are skipped.
-fn find_runs(runs_dir: &Path) -> Result<Vec<PathBuf>, SiteError> {
-    let rd = fs::read_dir(runs_dir).map_err(|e| SiteError::Runs {
-        path: runs_dir.to_path_buf(),
-        message: format!("cannot read ({e}); run `llmprof ingest` first or pass --runs DIR"),
-    })?;
-    let mut dirs: Vec<PathBuf> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_dir()
-                && p.join(BUNDLE_FILE).is_file()
-                && !p
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-        })
-        .collect();
-    dirs.sort();
-    if dirs.is_empty() {
-        return Err(SiteError::Runs {
-            path: runs_dir.to_path_buf(),
-            message: "holds no run directories (no */bundle.json); run `llmprof ingest` first"
-                .into(),
-        });
-    }
-    Ok(dirs)
 }
 
 /// The output directory name of a run: its id when that is a plain name, else the input

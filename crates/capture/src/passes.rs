@@ -642,22 +642,14 @@ fn write_error(path: &Path, e: std::io::Error, keep: Option<&Path>) -> CaptureEr
 const TOP_K: usize = 5;
 
 /// `regex:^(a|b|c)$` over the short names of the `k` kernels with the most GPU time in an
-/// nsys export; `None` when the export cannot be read.
+/// nsys export; `None` when the export cannot be read or ran no kernel.
 fn top_kernels_regex(db: &Path, k: usize) -> Option<String> {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .ok()?;
-    let mut stmt = conn
-        .prepare(
-            "SELECT s.value, SUM(k.end - k.start) AS t FROM CUPTI_ACTIVITY_KIND_KERNEL k \
-             JOIN StringIds s ON s.id = k.shortName GROUP BY s.value ORDER BY t DESC LIMIT ?1",
-        )
-        .ok()?;
-    let names: Vec<String> = stmt
-        .query_map([k as i64], |r| r.get::<_, String>(0))
-        .ok()?
-        .flatten()
-        .collect();
+    let names = llmprof_ingest::nsys::top_kernels_by_time(db, k).ok()?;
+    kernel_regex(&names)
+}
+
+/// `regex:^(a|b|c)$` matching exactly these kernel names; `None` for no names.
+fn kernel_regex(names: &[String]) -> Option<String> {
     if names.is_empty() {
         return None;
     }
@@ -952,25 +944,16 @@ mod tests {
 
     #[test]
     fn top_kernels_become_an_ncu_name_regex() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("x.sqlite");
-        let c = rusqlite::Connection::open(&db).unwrap();
-        c.execute_batch(
-            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
-             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER);
-             INSERT INTO StringIds VALUES (1, 'nvjet_sm90_tst_64x8'), (2, 'elementwise_kernel'), (3, 'op<x>.y');
-             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 50, 1), (0, 30, 2), (0, 30, 2), (0, 10, 3);",
-        )
-        .unwrap();
-        drop(c);
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            top_kernels_regex(&db, 2).as_deref(),
+            kernel_regex(&names(&["elementwise_kernel", "nvjet_sm90_tst_64x8"])).as_deref(),
             Some("regex:^(elementwise_kernel|nvjet_sm90_tst_64x8)$")
         );
         assert_eq!(
-            top_kernels_regex(&db, 3).as_deref(),
-            Some("regex:^(elementwise_kernel|nvjet_sm90_tst_64x8|op<x>\\.y)$")
+            kernel_regex(&names(&["op<x>.y", "a(b)"])).as_deref(),
+            Some("regex:^(op<x>\\.y|a\\(b\\))$")
         );
-        assert!(top_kernels_regex(&dir.path().join("none.sqlite"), 2).is_none());
+        assert!(kernel_regex(&[]).is_none());
+        assert!(top_kernels_regex(Path::new("/nonexistent/none.sqlite"), 2).is_none());
     }
 }

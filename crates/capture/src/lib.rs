@@ -8,8 +8,10 @@
 //! the CLI chains the two.
 
 pub mod energy;
+pub mod nsys_export;
 pub mod nvml;
 mod passes;
+mod process;
 pub mod target;
 mod timings;
 pub mod tools;

@@ -2,15 +2,16 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries, Overhead, PassRecord, Window};
 use llmprof_store::retention;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::nsys_export;
 use crate::nvml::{now_ns, Sampler};
+use crate::process::{self, Job, Ran, Stopped};
 use crate::timings;
 use crate::{disk_full_message, CaptureError, Interrupt, Mode, Plan};
 
@@ -39,9 +40,6 @@ pub struct CaptureOutput {
 
 /// Seconds a `--cmd` pass may run unless `--timeout` says otherwise.
 const COMMAND_TIMEOUT_S: u64 = 3600;
-/// How long a stopped pass gets to exit after SIGINT (the driver writes what it measured, nsys
-/// writes its report) before its process group is killed.
-const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// Runs every pass the plan lists. A failed pass is recorded and the others still run; only
 /// when every pass fails is it an error. Nothing is deleted on failure. When `interrupt` fires
@@ -236,15 +234,17 @@ pub fn run(
             };
             progress(&format!("{label} pass: {}", shell_join(&command)));
             let start = now_ns();
-            let (record, stop) = run_one(
-                &label,
-                &command,
-                &env,
+            let job = Job {
+                name: &label,
+                command: &command,
+                env: &env,
+                stdout_to: stdout_to.as_deref(),
+                log: &log,
                 timeout,
-                stdout_to.as_deref(),
-                &log,
-                interrupt,
-            );
+            };
+            let Ran {
+                record, stopped, ..
+            } = process::run(&job, Some(interrupt));
             windows.push(Window {
                 name: label,
                 start_ns: start,
@@ -255,7 +255,7 @@ pub fn run(
                 .as_deref()
                 .is_some_and(|n| n.contains("No space left on device") || n.contains("Disk quota"));
             capture.passes.push(record);
-            if stop == Stopped::Interrupt {
+            if stopped == Stopped::Interrupt {
                 capture.interrupted = true;
                 break;
             }
@@ -680,37 +680,23 @@ fn export_nsys(
     let nsys = plan.nsys.as_ref()?;
     let rep = raw.join("nsys/profile.nsys-rep");
     if rep.is_file() {
-        let sqlite = raw.join("nsys/profile.sqlite");
-        let cmd = vec![
-            nsys.display().to_string(),
-            "export".into(),
-            "--type".into(),
-            "sqlite".into(),
-            "--force-overwrite".into(),
-            "true".into(),
-            "-o".into(),
-            sqlite.display().to_string(),
-            rep.display().to_string(),
-        ];
         progress("exporting the Nsight Systems report to SQLite");
-        let (r, _) = run_one(
-            "nsys-export",
-            &cmd,
-            &[],
+        let exported = nsys_export::export(
+            nsys,
+            &rep,
+            &raw.join("nsys/profile.sqlite"),
             timeout,
-            None,
             &raw.join("nsys/export.log"),
-            interrupt,
+            Some(interrupt),
         );
-        let ok = sqlite.is_file();
-        if !ok {
+        if exported.result.is_err() {
             capture.missing.push(format!(
                 "nsys export failed ({}); the report is kept at raw/nsys/profile.nsys-rep",
-                r.note.clone().unwrap_or_default()
+                exported.record.note.clone().unwrap_or_default()
             ));
         }
-        capture.passes.push(r);
-        return ok.then_some(sqlite);
+        capture.passes.push(exported.record);
+        return exported.result.ok();
     }
     let only_qdstrm = std::fs::read_dir(raw.join("nsys"))
         .map(|rd| {
@@ -727,172 +713,6 @@ fn export_nsys(
         "the Nsight Systems pass wrote no report: see raw/nsys/stderr.log".into()
     });
     None
-}
-
-/// Why a pass was stopped before it ended on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stopped {
-    No,
-    Timeout,
-    Interrupt,
-}
-
-/// Runs one command in its own process group with a time limit; its stderr goes to `log`, its
-/// stdout to `stdout_to` or the log too. On the time limit or an interrupt the whole group gets
-/// SIGINT (the driver writes what it measured, nsys its report), then SIGKILL after
-/// [`STOP_GRACE`] or at a second interrupt, so no grandchild (the workload under nsys) is left
-/// running.
-fn run_one(
-    name: &str,
-    command: &[String],
-    env: &[(String, String)],
-    timeout: Duration,
-    stdout_to: Option<&Path>,
-    log: &Path,
-    interrupt: &Interrupt,
-) -> (PassRecord, Stopped) {
-    let started = Instant::now();
-    let mut record = PassRecord {
-        name: name.to_string(),
-        command: command.to_vec(),
-        exit_code: None,
-        wall_ns: 0,
-        ok: false,
-        note: None,
-    };
-    let Some((exe, args)) = command.split_first() else {
-        record.note = Some("empty command".into());
-        return (record, Stopped::No);
-    };
-    let stderr = std::fs::File::create(log).ok();
-    let stdout = match stdout_to {
-        Some(p) => std::fs::File::create(p).ok().map(Stdio::from),
-        None => stderr
-            .as_ref()
-            .and_then(|f| f.try_clone().ok())
-            .map(Stdio::from),
-    };
-    let mut cmd = Command::new(exe);
-    cmd.args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(stdout.unwrap_or_else(Stdio::null))
-        .stderr(stderr.map(Stdio::from).unwrap_or_else(Stdio::null));
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // Its own group: the terminal's Ctrl-C reaches only llmprof, which stops the pass.
-        cmd.process_group(0);
-    }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            record.note = Some(format!("cannot start `{exe}`: {e}"));
-            return (record, Stopped::No);
-        }
-    };
-    let mut stopped = Stopped::No;
-    let mut stop_sent: Option<(Instant, u32)> = None;
-    let mut killed = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {
-                if stop_sent.is_none() {
-                    if interrupt.is_set() {
-                        stopped = Stopped::Interrupt;
-                    } else if started.elapsed() > timeout {
-                        stopped = Stopped::Timeout;
-                    }
-                    if stopped != Stopped::No {
-                        signal_group(&mut child, false);
-                        stop_sent = Some((Instant::now(), interrupt.count()));
-                    }
-                } else if let Some((at, count)) = stop_sent {
-                    if !killed && (at.elapsed() > STOP_GRACE || interrupt.count() > count) {
-                        signal_group(&mut child, true);
-                        killed = true;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => {
-                record.note = Some(format!("lost the child process: {e}"));
-                break None;
-            }
-        }
-    };
-    record.wall_ns = started.elapsed().as_nanos() as u64;
-    if stopped != Stopped::No && !killed {
-        // Stragglers of a stopped pass (a shell's background jobs ignore SIGINT) go too.
-        signal_group(&mut child, true);
-    }
-    if let Some(s) = status {
-        record.exit_code = s.code();
-        record.ok = s.success() && stopped == Stopped::No;
-        if !record.ok {
-            record.note = Some(format!(
-                "exit {}: {}",
-                s.code().map_or("by signal".to_string(), |c| c.to_string()),
-                last_line(log)
-            ));
-        }
-    }
-    let why = match stopped {
-        Stopped::No => None,
-        Stopped::Timeout => Some(format!(
-            "stopped after the {} s time limit ([run] timeout_s or --timeout)",
-            timeout.as_secs()
-        )),
-        Stopped::Interrupt => Some("interrupted by Ctrl-C".to_string()),
-    };
-    if let Some(why) = why {
-        let killed = if killed {
-            format!("; killed after {} s", STOP_GRACE.as_secs())
-        } else {
-            String::new()
-        };
-        record.note = Some(match record.note.take() {
-            Some(n) => format!("{why}{killed}; {n}"),
-            None => format!("{why}{killed}"),
-        });
-    }
-    (record, stopped)
-}
-
-/// SIGINT (or SIGKILL) to the child's process group; the child alone where groups do not exist.
-fn signal_group(child: &mut std::process::Child, kill: bool) {
-    #[cfg(unix)]
-    {
-        use nix::sys::signal::{killpg, Signal};
-        use nix::unistd::Pid;
-        let sig = if kill {
-            Signal::SIGKILL
-        } else {
-            Signal::SIGINT
-        };
-        if let Ok(pid) = i32::try_from(child.id()) {
-            if killpg(Pid::from_raw(pid), sig).is_ok() {
-                return;
-            }
-        }
-    }
-    if kill {
-        let _ = child.kill();
-    }
-}
-
-fn last_line(path: &Path) -> String {
-    let mut text = String::new();
-    let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
-    text.lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("no output")
-        .chars()
-        .take(300)
-        .collect()
 }
 
 /// Every file under `raw/` with its size and sha256.

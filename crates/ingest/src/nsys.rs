@@ -23,6 +23,16 @@ use crate::SourceFacts;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// One row of `NVTX_EVENTS`.
+struct NvtxRow {
+    start: Option<i64>,
+    end: Option<i64>,
+    kind: i64,
+    text: Option<String>,
+    tid: u64,
+    domain: i64,
+}
+
 /// Bits of `globalTid` below the process id: `globalTid = hw << 56 | pid << 24 | tid`.
 const TID_BITS: u64 = 0xFF_FFFF;
 
@@ -271,33 +281,11 @@ impl Export<'_> {
             .collect()
     }
 
-    fn read_ranges(
-        &self,
-        strings: &HashMap<i64, String>,
-        conv: &mut TraceConverter,
-        diags: &mut Diagnostics,
-    ) -> Result<(), IngestError> {
+    /// The rows of `NVTX_EVENTS`, their text resolved through `StringIds` where the export
+    /// registered it; columns an export lacks read as NULL (domain 0).
+    fn nvtx_rows(&self, strings: &HashMap<i64, String>) -> Result<Vec<NvtxRow>, IngestError> {
         const NVTX: &str = "NVTX_EVENTS";
-        if !self.has(NVTX) {
-            diags.note(
-                "nsys.no_nvtx",
-                Severity::Warning,
-                || {
-                    "the export has no NVTX_EVENTS table: the workload marked no NVTX ranges (or \
-                     nsys ran without `-t nvtx`), so there are no stages"
-                        .into()
-                },
-                String::new,
-            );
-            return Ok(());
-        }
         let cols = self.columns(NVTX);
-        let types = self.enum_ids("ENUM_NSYS_EVENT_TYPE");
-        let id = |name: &str, fallback: i64| types.get(name).copied().unwrap_or(fallback);
-        let push_pop = id("NvtxPushPopRange", 59);
-        let start_end = id("NvtxStartEndRange", 60);
-        let domain_create = id("NvtxDomainCreate", 75);
-        let mark = id("NvtxMark", 34);
         let text_expr = match (cols.contains("text"), cols.contains("textId")) {
             (true, true) => "text, textId",
             (true, false) => "text, NULL",
@@ -316,29 +304,50 @@ impl Export<'_> {
             .conn
             .prepare(&sql)
             .map_err(|e| sql_err(self.path, NVTX, e))?;
-        struct Row {
-            start: Option<i64>,
-            end: Option<i64>,
-            kind: i64,
-            text: Option<String>,
-            tid: u64,
-            domain: i64,
-        }
-        let rows = stmt
-            .query_map([], |r| {
-                let text: Option<String> = r.get(3)?;
-                let text_id: Option<i64> = r.get(4)?;
-                Ok(Row {
-                    start: r.get(0)?,
-                    end: r.get(1)?,
-                    kind: r.get(2)?,
-                    text: text.or_else(|| text_id.and_then(|i| strings.get(&i).cloned())),
-                    tid: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
-                    domain: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
-                })
+        stmt.query_map([], |r| {
+            let text: Option<String> = r.get(3)?;
+            let text_id: Option<i64> = r.get(4)?;
+            Ok(NvtxRow {
+                start: r.get(0)?,
+                end: r.get(1)?,
+                kind: r.get(2)?,
+                text: text.or_else(|| text_id.and_then(|i| strings.get(&i).cloned())),
+                tid: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+                domain: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
             })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| sql_err(self.path, NVTX, e))?;
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| sql_err(self.path, NVTX, e))
+    }
+
+    /// Feeds NVTX push/pop and start/end ranges (with their domain's name); marks and
+    /// unclosed ranges are counted in diagnostics.
+    fn read_ranges(
+        &self,
+        strings: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<(), IngestError> {
+        if !self.has("NVTX_EVENTS") {
+            diags.note(
+                "nsys.no_nvtx",
+                Severity::Warning,
+                || {
+                    "the export has no NVTX_EVENTS table: the workload marked no NVTX ranges (or \
+                     nsys ran without `-t nvtx`), so there are no stages"
+                        .into()
+                },
+                String::new,
+            );
+            return Ok(());
+        }
+        let rows = self.nvtx_rows(strings)?;
+        let types = self.enum_ids("ENUM_NSYS_EVENT_TYPE");
+        let id = |name: &str, fallback: i64| types.get(name).copied().unwrap_or(fallback);
+        let push_pop = id("NvtxPushPopRange", 59);
+        let start_end = id("NvtxStartEndRange", 60);
+        let domain_create = id("NvtxDomainCreate", 75);
+        let mark = id("NvtxMark", 34);
         let mut domains: HashMap<i64, String> = HashMap::new();
         for r in rows.iter().filter(|r| r.kind == domain_create) {
             domains.insert(r.domain, r.text.clone().unwrap_or_default());

@@ -3,12 +3,12 @@
 use std::io::Write;
 
 use anyhow::Result;
-use llmprof_ingest::{run_store, IngestRequest};
+use llmprof_ingest::IngestRequest;
 
 use crate::args::AnalyzeArgs;
 
 pub fn run(args: AnalyzeArgs) -> Result<()> {
-    let mut bundle = run_store::read_bundle(&args.run)?;
+    let mut bundle = llmprof_store::read_bundle(&args.run)?;
     let request = IngestRequest {
         metadata: args.workload.metadata.clone(),
         workload: args.workload.flags(),
@@ -28,7 +28,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
             .map(|p| p.to_path_buf())
             .unwrap_or_default()
     };
-    run_store::rewrite_bundle(&dir, &bundle)?;
+    llmprof_store::rewrite_bundle(&dir, &bundle)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{summary}")?;
     Ok(())

@@ -1,16 +1,20 @@
 //! `llmprof ingest`: run the parsers, write the run directory, print where it is.
 
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use llmprof_bundle::Severity;
-use llmprof_ingest::{run_store, Step};
+use llmprof_capture::nsys_export::{self, ExportError};
+use llmprof_ingest::Step;
 
 use crate::args::IngestConfig;
-use crate::nsys_export;
 use llmprof_report::fmt::thousands;
+
+/// How long `nsys export` of a report may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub fn run(cfg: IngestConfig) -> Result<()> {
     let mut request = cfg.request;
@@ -19,7 +23,7 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
     let mut report_path = None;
     if let Some(path) = request.nsys.clone().filter(|p| nsys_export::is_report(p)) {
         let dir = tempfile::tempdir().context("creating a temporary directory")?;
-        let sqlite = nsys_export::export(&path, dir.path())?;
+        let sqlite = export_report(&path, dir.path())?;
         request.nsys = Some(sqlite);
         report_path = Some(path);
         _export_dir = Some(dir);
@@ -79,7 +83,7 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
             "; {warnings} warning(s): records were skipped, see the Diagnostics table"
         ));
     }
-    let dir = run_store::write_run(&cfg.out, ingested)?;
+    let dir = llmprof_store::write_run(&cfg.out, ingested.bundle, ingested.timeline)?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{summary}");
     let _ = writeln!(err, "next: llmprof show {}", dir.display());
@@ -100,4 +104,46 @@ fn progress() -> Option<ProgressBar> {
     );
     pb.enable_steady_tick(Duration::from_millis(100));
     Some(pb)
+}
+
+/// Exports `report` into `dir` with the `nsys` on PATH (or `$NSYS`) and returns the SQLite path.
+fn export_report(report: &Path, dir: &Path) -> Result<PathBuf> {
+    if !report.is_file() {
+        bail!("nsys report `{}`: no such file", report.display());
+    }
+    let nsys = std::env::var_os("NSYS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "nsys".into());
+    let exported = nsys_export::export(
+        &nsys,
+        report,
+        &dir.join("export.sqlite"),
+        EXPORT_TIMEOUT,
+        &dir.join("export.log"),
+        None,
+    );
+    match exported.result {
+        Ok(sqlite) => Ok(sqlite),
+        Err(ExportError::NotFound { .. }) => bail!(
+            "nsys report `{}`: `nsys` is not on PATH to export it; run \
+             `nsys export --type sqlite {}` and pass the .sqlite file, or set NSYS=/path/to/nsys",
+            report.display(),
+            report.display()
+        ),
+        Err(ExportError::Failed {
+            reason,
+            libdw_missing,
+        }) => {
+            let hint = if libdw_missing {
+                " (Nsight Systems' importer could not load libdw.so.1: put elfutils' libdw.so.1 \
+                 and libelf.so.1 on LD_LIBRARY_PATH)"
+            } else {
+                ""
+            };
+            bail!(
+                "nsys report `{}`: `nsys export` failed{hint}: {reason}",
+                report.display()
+            )
+        }
+    }
 }

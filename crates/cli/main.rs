@@ -7,7 +7,6 @@ mod analyze_cmd;
 mod args;
 mod capture_cmd;
 mod ingest_cmd;
-mod nsys_export;
 mod show;
 mod site_cmd;
 mod table;

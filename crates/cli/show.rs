@@ -5,7 +5,6 @@ use std::io::Write;
 
 use anyhow::Result;
 use llmprof_bundle::{Analysis, Bundle, Summary};
-use llmprof_ingest::run_store;
 use llmprof_report::fmt::{ms, thousands};
 use llmprof_report::{CaptureReport, RunReport, TableView};
 
@@ -13,7 +12,7 @@ use crate::args::ShowConfig;
 use crate::table;
 
 pub fn run(cfg: ShowConfig) -> Result<()> {
-    let bundle = run_store::read_bundle(&cfg.run)?;
+    let bundle = llmprof_store::read_bundle(&cfg.run)?;
     let mut out = std::io::stdout().lock();
     if cfg.json {
         serde_json::to_writer_pretty(&mut out, &Summary::of(&bundle, cfg.top))?;

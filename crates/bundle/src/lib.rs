@@ -115,6 +115,7 @@ mod capture;
 pub mod names;
 mod stats;
 mod summary;
+pub mod time;
 mod timeline;
 mod workload;
 

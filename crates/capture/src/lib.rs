@@ -3,14 +3,17 @@
 //! NVML sampled throughout, and collect every artifact under `raw/` with a record of how it was
 //! made.
 //!
-//! This is the only crate besides the CLI that spawns processes. It produces artifacts and a
-//! [`llmprof_bundle::Capture`] record; turning the artifacts into a bundle is ingest's job, and
-//! the CLI chains the two.
+//! This is the only crate that spawns processes (its `process` module starts every child; the
+//! `.nsys-rep` export `llmprof ingest` needs is [`nsys_export`]). [`run`] produces
+//! artifacts and a [`llmprof_bundle::Capture`] record; [`assemble`] has ingest turn them into
+//! a bundle, and [`save`] writes the run through `llmprof-store`.
 
 pub mod energy;
+pub mod nsys_export;
 pub mod nvml;
 mod passes;
-pub mod retention;
+mod process;
+mod save;
 pub mod target;
 mod timings;
 pub mod tools;
@@ -20,6 +23,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 pub use passes::{run, CaptureOutput};
+pub use save::{assemble, save, summary_lines, Saved};
 pub use target::{Override, Target};
 
 /// Why a capture could not run at all.
@@ -43,6 +47,23 @@ pub enum CaptureError {
     },
     #[error("every pass failed; nothing was captured. {0}")]
     NothingCaptured(String),
+    #[error(
+        "the capture's artifacts could not be ingested; they are kept in `{}`",
+        keep.display()
+    )]
+    Ingest {
+        keep: PathBuf,
+        #[source]
+        source: llmprof_ingest::IngestError,
+    },
+    #[error(transparent)]
+    Store(#[from] llmprof_store::StoreError),
+    #[error("moving raw artifacts into `{}`", dir.display())]
+    MoveRaw {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// ENOSPC and EDQUOT on Linux: what a full disk or a spent quota returns.
@@ -485,6 +506,19 @@ impl Plan {
             }
         }
         label
+    }
+
+    /// The problem that makes a capture pointless here, if any: an interpreter that cannot
+    /// run the driver, no CUDA device, or a `--cmd` program that does not exist. Other
+    /// problems (a missing profiler, NVML, disk space) leave passes to run.
+    pub fn blocking_problem(&self) -> Option<&str> {
+        if let Some(Err(e)) = &self.python {
+            return Some(e);
+        }
+        self.problems
+            .iter()
+            .find(|p| p.contains("no CUDA device") || p.contains("neither a file nor on PATH"))
+            .map(String::as_str)
     }
 
     /// The plan in words, for `--dry-run`.

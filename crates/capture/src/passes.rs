@@ -1,24 +1,26 @@
 //! Running the passes of a capture plan, keeping every artifact, and writing the record of it.
+//!
+//! [`run`] prepares a [`Session`] (the working directory, the driver, how the workload starts),
+//! runs each pass of the plan in order through [`run_pass`] — what sets one kind of pass apart
+//! (the profiler it runs under, its output, what follows it) is in [`kinds`] — and then turns
+//! what the passes left into the capture record ([`record`]).
 
-use std::io::Read;
+mod kinds;
+mod record;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries, Overhead, PassRecord, Window};
+use llmprof_bundle::{Capture, NvmlSeries, Window};
+use llmprof_store::RAW_DIR;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::nvml::{now_ns, Sampler};
-use crate::timings;
-use crate::{disk_full_message, CaptureError, Interrupt, Mode, Plan};
+use crate::process::{self, Job, Stopped};
+use crate::{disk_full_message, CaptureError, CommandWorkload, Interrupt, Plan, Target};
 
 /// The workload driver, embedded so a bare `cargo install` can capture.
 const DRIVER: &str = include_str!("driver/driver.py");
-
-/// ncu metrics of the deep pass (the fixture's list: duration, SM/memory/DRAM throughput,
-/// occupancy, tensor pipe, launch geometry).
-const NCU_METRICS: &str = "gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,launch__grid_size,launch__block_size,launch__registers_per_thread";
 
 /// What a capture left, for ingest.
 #[derive(Debug)]
@@ -38,9 +40,6 @@ pub struct CaptureOutput {
 
 /// Seconds a `--cmd` pass may run unless `--timeout` says otherwise.
 const COMMAND_TIMEOUT_S: u64 = 3600;
-/// How long a stopped pass gets to exit after SIGINT (the driver writes what it measured, nsys
-/// writes its report) before its process group is killed.
-const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// Runs every pass the plan lists. A failed pass is recorded and the others still run; only
 /// when every pass fails is it an error. Nothing is deleted on failure. When `interrupt` fires
@@ -51,442 +50,314 @@ pub fn run(
     progress: &mut dyn FnMut(&str),
     interrupt: &Interrupt,
 ) -> Result<CaptureOutput, CaptureError> {
-    let python = match &plan.python {
-        Some(Ok(p)) => Some(p),
-        Some(Err(e)) => return Err(CaptureError::Environment(e.clone())),
-        None => None,
-    };
-    let target = plan.target.as_ref();
-    let name = plan.name().to_string();
-    // The driver wants absolute paths.
-    let early = |path: &Path, e| write_error(path, e, None);
-    std::fs::create_dir_all(&plan.opts.out).map_err(|e| early(&plan.opts.out, e))?;
-    let out_root = std::fs::canonicalize(&plan.opts.out).map_err(|e| early(&plan.opts.out, e))?;
-    let work_dir = out_root.join(format!(".capture-{name}-{}", now_ns() / 1_000_000));
-    let write_err = |path: &Path, e| write_error(path, e, Some(&work_dir));
-    let raw = work_dir.join("raw");
-    std::fs::create_dir_all(&raw).map_err(|e| write_err(&raw, e))?;
-    let driver = match (python, target) {
-        (Some(_), Some(_)) => {
-            let d = work_dir.join("driver.py");
-            std::fs::write(&d, DRIVER).map_err(|e| write_err(&d, e))?;
-            Some(d)
-        }
-        _ => None,
-    };
-    let model_config = target.and_then(|t| t.model_config()).and_then(|c| {
-        let p = raw.join("config.json");
-        std::fs::write(&p, serde_json::to_string_pretty(&c).ok()?).ok()?;
-        Some(p)
-    });
-
-    let repeats = plan
-        .opts
-        .repeats
-        .unwrap_or(target.map_or(1, |t| t.run.repeats));
-    let mut capture = capture_record(plan, &name);
+    let session = Session::prepare(plan, interrupt)?;
+    let model_config = session.write_model_config();
+    let mut state = State::new(record::capture_record(plan, plan.name()));
     let sampler = match Sampler::start(plan.opts.device, Duration::from_millis(20)) {
         Ok(s) => Some(s),
         Err(e) => {
-            capture.missing.push(format!("NVML samples: {e}"));
+            state.capture.missing.push(format!("NVML samples: {e}"));
             None
         }
     };
-    let mut windows: Vec<Window> = Vec::new();
-    let mut nsys_sqlite: Option<PathBuf> = None;
-    let timeout = Duration::from_secs(
-        plan.opts
-            .timeout_s
-            .unwrap_or(target.map_or(COMMAND_TIMEOUT_S, |t| t.run.timeout_s)),
-    );
-    let mut not_run: Vec<&str> = Vec::new();
-    let mut disk_full = false;
-
     for &pass in &plan.passes {
-        let kind = crate::pass_kind(pass);
-        if interrupt.is_set() || capture.interrupted {
-            not_run.push(pass);
-            continue;
-        }
-        let out = raw.join(pass);
-        std::fs::create_dir_all(&out).map_err(|e| write_err(&out, e))?;
-        let mut env: Vec<(String, String)> = Vec::new();
-        let workload: Vec<String> = match (target, &plan.command, python, &driver) {
-            (Some(t), _, Some(py), Some(driver)) => {
-                let plan_path = out.join("plan.json");
-                let doc = driver_plan(t, plan, pass, &out, repeats);
-                std::fs::write(&plan_path, doc.to_string())
-                    .map_err(|e| write_err(&plan_path, e))?;
-                vec![
-                    py.path.display().to_string(),
-                    driver.display().to_string(),
-                    plan_path.display().to_string(),
-                ]
-            }
-            (_, Some(c), _, _) => {
-                env.push(("LLMPROF_PASS".into(), pass.into()));
-                env.push(("LLMPROF_OUT_DIR".into(), out.display().to_string()));
-                env.push(("LLMPROF_STAGES".into(), c.stages.join(",")));
-                if pass == "kineto" {
-                    env.push((
-                        "LLMPROF_KINETO_OUT".into(),
-                        out.join("kineto_trace.json").display().to_string(),
-                    ));
-                }
-                vec!["sh".into(), "-c".into(), c.command.clone()]
-            }
-            _ => continue,
-        };
-        let mut stdout_to = None;
-        let command: Vec<String> = match kind {
-            "nsys" => {
-                let Some(nsys) = &plan.nsys else {
-                    capture.missing.push(
-                        "the nsys pass did not run: Nsight Systems (`nsys`) was not found on PATH \
-                         or under /opt/nvidia; install it or set NSYS=/path/to/nsys (or use \
-                         --mode light)"
-                            .into(),
-                    );
-                    continue;
-                };
-                let mut c = vec![
-                    nsys.display().to_string(),
-                    "profile".into(),
-                    "-t".into(),
-                    "cuda,nvtx".into(),
-                    "--sample=none".into(),
-                    "--cpuctxsw=none".into(),
-                    format!("--cuda-graph-trace={}", plan.opts.cuda_graph_trace.as_str()),
-                    "--force-overwrite=true".into(),
-                    "-o".into(),
-                    out.join("profile").display().to_string(),
-                ];
-                c.extend(workload);
-                c
-            }
-            "ncu" => {
-                let Some(ncu) = &plan.ncu else {
-                    capture.missing.push(
-                        "the ncu pass did not run: Nsight Compute (`ncu`) was not found; install \
-                         it or set NCU=/path/to/ncu (or use --mode standard)"
-                            .into(),
-                    );
-                    continue;
-                };
-                stdout_to = Some(out.join("ncu_decode_raw.csv"));
-                // Kernels a CUDA graph launches are profiled one by one (ncu's node mode, said
-                // explicitly), under the NVTX range of their `cudaGraphLaunch`.
-                let mut c = vec![
-                    ncu.display().to_string(),
-                    "--clock-control".into(),
-                    "none".into(),
-                    "--graph-profiling".into(),
-                    "node".into(),
-                ];
-                // Only kernels inside the stages: decode for a target, --stages for a command.
-                let ranges: Vec<String> = match &plan.command {
-                    Some(cmd) => cmd.stages.clone(),
-                    None => vec!["decode".into()],
-                };
-                if !ranges.is_empty() {
-                    c.push("--nvtx".into());
-                    for r in ranges {
-                        c.push("--nvtx-include".into());
-                        c.push(format!("{r}/"));
-                    }
-                }
-                // The top kernels by GPU time in the Nsight Systems pass, when it ran.
-                if let Some(re) = nsys_sqlite
-                    .as_deref()
-                    .and_then(|db| top_kernels_regex(db, TOP_K))
-                {
-                    c.push("-k".into());
-                    c.push(re);
-                }
-                c.extend([
-                    "-c".into(),
-                    "30".into(),
-                    "--csv".into(),
-                    "--page".into(),
-                    "raw".into(),
-                    "--metrics".into(),
-                    NCU_METRICS.into(),
-                ]);
-                c.extend(workload);
-                c
-            }
-            _ => workload,
-        };
-        // A --cmd baseline runs `repeats` times (each run is one timing sample); a target's
-        // driver repeats iterations inside one process.
-        let runs = if plan.command.is_some() && kind == "baseline" {
-            repeats
-        } else {
-            1
-        };
-        for i in 0..runs {
-            let (label, log) = if i == 0 {
-                (pass.to_string(), out.join("stderr.log"))
-            } else {
-                (
-                    format!("{pass} #{}", i + 1),
-                    out.join(format!("stderr-{}.log", i + 1)),
-                )
-            };
-            progress(&format!("{label} pass: {}", shell_join(&command)));
-            let start = now_ns();
-            let (record, stop) = run_one(
-                &label,
-                &command,
-                &env,
-                timeout,
-                stdout_to.as_deref(),
-                &log,
-                interrupt,
-            );
-            windows.push(Window {
-                name: label,
-                start_ns: start,
-                end_ns: now_ns(),
-            });
-            let full = record
-                .note
-                .as_deref()
-                .is_some_and(|n| n.contains("No space left on device") || n.contains("Disk quota"));
-            capture.passes.push(record);
-            if stop == Stopped::Interrupt {
-                capture.interrupted = true;
-                break;
-            }
-            if full {
-                capture
-                    .missing
-                    .push(disk_full_message(&out, Some(&work_dir)));
-                disk_full = true;
-                not_run.extend(
-                    plan.passes
-                        .iter()
-                        .skip_while(|&&p| p != pass)
-                        .skip(1)
-                        .copied(),
-                );
-                break;
-            }
-        }
-        if disk_full {
+        run_pass(&session, &mut state, pass, progress)?;
+        if state.disk_full {
             break;
-        }
-        if pass == "nsys" {
-            if capture.interrupted {
-                if out.join("profile.nsys-rep").is_file() {
-                    capture.missing.push(
-                        "the Nsight Systems report was not exported (interrupted); it is kept \
-                         at raw/nsys/profile.nsys-rep: `llmprof ingest --nsys` it"
-                            .into(),
-                    );
-                }
-            } else {
-                nsys_sqlite = export_nsys(plan, &raw, timeout, &mut capture, progress, interrupt);
-            }
         }
     }
     // Ctrl-C between two passes stops the capture as well.
     if interrupt.is_set() {
-        capture.interrupted = true;
+        state.capture.interrupted = true;
     }
-    let mut nvml = sampler.map(|s| {
+    let nvml = sampler.map(|s| {
         let mut series = s.stop();
-        series.windows = windows.clone();
+        series.windows = state.windows.clone();
         series
     });
-    if capture.interrupted || disk_full {
-        for p in &not_run {
-            capture.missing.push(format!(
-                "the {p} pass did not run: the capture {}",
-                if disk_full {
-                    "stopped at the full disk"
-                } else {
-                    "was interrupted"
-                }
-            ));
-        }
-    }
-
-    let kineto = ["kineto/kineto_trace.json", "kineto/kineto_trace.json.gz"]
-        .iter()
-        .map(|p| raw.join(p))
-        .find(|p| p.is_file());
-    let kineto_ran_ok = capture.passes.iter().any(|p| p.name == "kineto" && p.ok);
-    if plan.command.is_some() && kineto_ran_ok && kineto.is_none() {
-        capture.missing.push(
-            "PyTorch-profiler operators: the workload wrote no trace at $LLMPROF_KINETO_OUT \
-             (raw/kineto/kineto_trace.json). A --cmd workload gets a kineto pass only with its \
-             cooperation: when LLMPROF_KINETO_OUT is set, profile one iteration with \
-             torch.profiler and call prof.export_chrome_trace(os.environ[\"LLMPROF_KINETO_OUT\"])"
-                .into(),
-        );
-    }
-    // ncu prints its table only when it profiled something.
-    let ncu_csv = Some(raw.join("ncu/ncu_decode_raw.csv")).filter(|p| {
-        std::fs::read_to_string(p)
-            .map(|t| t.lines().any(|l| l.starts_with("\"ID\"")))
-            .unwrap_or(false)
-    });
-    if plan.passes.contains(&"ncu") && ncu_csv.is_none() && !not_run.contains(&"ncu") {
-        capture.missing.push(
-            "Nsight Compute profiled no kernel (no table in raw/ncu/ncu_decode_raw.csv; see \
-             raw/ncu/stderr.log)"
-                .into(),
-        );
-    }
-
-    // Baseline, overhead, energy, versions, and the metadata ingest reads.
-    capture.snapshot = crate::nvml::snapshot(plan.opts.device).unwrap_or_default();
-    capture.snapshot.llmprof = env!("CARGO_PKG_VERSION").into();
-    timings::versions_into(&raw, &mut capture.snapshot);
-    if let Some(n) = &plan.nsys {
-        if let Some(v) = crate::tools::version(n, &["--version"]) {
-            capture.snapshot.tools.push(("nsys".into(), v));
-        }
-    }
-    if let (Some(n), Mode::Deep) = (&plan.ncu, plan.opts.mode) {
-        if let Some(v) = crate::tools::version(n, &["--version"]) {
-            capture.snapshot.tools.push(("ncu".into(), v));
-        }
-    }
-    let metadata = match target {
-        Some(t) => {
-            let timing = timings::read_all(&raw);
-            capture.compile = timings::compile_records(&raw, &plan.passes);
-            capture.baseline = timing.baseline.clone();
-            capture.overhead = timing.overhead();
-            let image_tokens = timings::image_tokens(&raw);
-            if let Some(series) = nvml.as_mut() {
-                energy_into(
-                    &mut capture,
-                    series,
-                    &timings::baseline_windows(&raw),
-                    |stage| match stage {
-                        "prefill" => {
-                            Some((t.inputs.prompt_tokens + image_tokens) * t.inputs.batch_size)
-                        }
-                        "decode" => Some(t.inputs.max_new_tokens * t.inputs.batch_size),
-                        _ => None,
-                    },
-                );
-            }
-            let cal = timings::calibration(&raw);
-            let decode_instances = if nsys_sqlite.is_some() { repeats } else { 1 };
-            let metadata = raw.join("metadata.json");
-            let meta = json!({
-                "batch_size": t.inputs.batch_size,
-                "prompt_tokens": t.inputs.prompt_tokens,
-                "image_tokens": image_tokens,
-                "decode_steps": vec![t.inputs.max_new_tokens; decode_instances as usize],
-                "prefill_logits": 1,
-                "counted_flops": timings::counted_flops(&raw),
-                "counted_flops_source": "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)",
-                "measured_tflops": cal.0,
-                "measured_gbps": cal.1,
-            });
-            std::fs::write(
-                &metadata,
-                serde_json::to_string_pretty(&meta).unwrap_or_default(),
-            )
-            .map_err(|e| write_err(&metadata, e))?;
-            Some(metadata)
-        }
-        None => {
-            capture.overhead = command_overhead(&capture.passes, kineto.is_some());
-            if let Some(series) = nvml.as_mut() {
-                // The windows of the baseline runs that succeeded (labels are unique).
-                let ok: Vec<&str> = capture
-                    .passes
-                    .iter()
-                    .filter(|p| p.ok && p.name.starts_with("baseline"))
-                    .map(|p| p.name.as_str())
-                    .collect();
-                let runs: Vec<(i64, i64)> = windows
-                    .iter()
-                    .filter(|w| ok.contains(&w.name.as_str()))
-                    .map(|w| (w.start_ns, w.end_ns))
-                    .collect();
-                energy_into(&mut capture, series, &[("command", runs)], |_| None);
-            }
-            None
-        }
-    };
-    if nvml.is_none() {
-        capture.energy_note = Some("no energy: no NVML samples".into());
-    }
-
-    for p in &capture.passes {
-        if !p.ok {
-            let dir = p.name.split(' ').next().unwrap_or(&p.name);
-            capture.missing.push(format!(
-                "the {} pass failed ({}); its output so far is kept under raw/{dir}/",
-                p.name,
-                p.note.clone().unwrap_or_default(),
-            ));
-        }
-    }
-    // Size cap: big raw files (the PyTorch profiler's JSON trace) are kept gzipped.
-    let compressed = crate::retention::compress_raw(&raw, crate::retention::COMPRESS_NOW_BYTES);
-    let kineto = kineto.map(|k| {
-        if compressed.contains(&k) {
-            let mut gz = k.into_os_string();
-            gz.push(".gz");
-            PathBuf::from(gz)
-        } else {
-            k
-        }
-    });
-    capture.manifest = manifest(&work_dir, &raw);
-    if capture.passes.iter().all(|p| !p.ok) && !capture.interrupted {
-        return Err(CaptureError::NothingCaptured(format!(
-            "Artifacts and logs are kept in `{}`.",
-            work_dir.display()
-        )));
-    }
-    Ok(CaptureOutput {
-        work_dir,
-        raw_dir: raw,
-        kineto,
-        nsys_sqlite,
-        ncu_csv,
-        metadata,
-        model_config,
-        capture,
-        nvml,
-    })
+    state.note_not_run();
+    record::finish(&session, state, nvml, model_config)
 }
 
-/// What the capture records before any pass runs: the target (overrides applied) or the
-/// command, the mode, and how nsys will trace CUDA graphs.
-fn capture_record(plan: &Plan, name: &str) -> Capture {
-    let target = plan.target.as_ref();
-    Capture {
-        target: name.to_string(),
-        target_config: match (target, &plan.command) {
-            (Some(t), _) => serde_json::to_value(t).unwrap_or_default(),
-            (None, Some(c)) => json!({"command": c.command, "stages": c.stages}),
-            (None, None) => serde_json::Value::Null,
-        },
-        mode: plan.opts.mode.as_str().into(),
-        command: plan.command.as_ref().map(|c| c.command.clone()),
-        overrides: plan.opts.overrides.iter().map(|o| o.text.clone()).collect(),
-        cuda_graph_trace: plan
-            .passes
-            .iter()
-            .any(|p| crate::pass_kind(p) == "nsys")
-            .then(|| plan.opts.cuda_graph_trace.as_str().to_string()),
-        stage_names: plan
-            .command
-            .as_ref()
-            .map(|c| c.stages.clone())
-            .unwrap_or_default(),
-        ..Capture::default()
+/// What every pass reads: the plan, where its files go and how the workload starts.
+struct Session<'a> {
+    plan: &'a Plan,
+    /// `<out>/.capture-<name>-<ms>/`: the capture's working directory.
+    work_dir: PathBuf,
+    /// `work_dir/raw/`: one directory per pass.
+    raw: PathBuf,
+    /// `None` only for a plan with neither a usable target nor a command: no pass runs.
+    workload: Option<Workload<'a>>,
+    /// The target's `[run] repeats` or `--repeats`.
+    repeats: u64,
+    /// How long one pass may run.
+    timeout: Duration,
+    interrupt: &'a Interrupt,
+}
+
+/// How a pass starts the workload.
+enum Workload<'a> {
+    /// The embedded driver (`work_dir/driver.py`) under the target's Python, with a plan file
+    /// per pass.
+    Driver {
+        target: &'a Target,
+        python: &'a Path,
+        driver: PathBuf,
+    },
+    /// The user's command with `sh -c`, told the pass by `LLMPROF_*` variables.
+    Command(&'a CommandWorkload),
+}
+
+/// A pass's command line, ready to run.
+struct PassCommand {
+    /// `raw/<pass>/`.
+    out: PathBuf,
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+    /// Where stdout goes (ncu's CSV); `None`: the log.
+    stdout_to: Option<PathBuf>,
+}
+
+impl<'a> Session<'a> {
+    /// Makes the working directory (the driver wants absolute paths) and writes the driver.
+    fn prepare(plan: &'a Plan, interrupt: &'a Interrupt) -> Result<Self, CaptureError> {
+        let python = match &plan.python {
+            Some(Ok(p)) => Some(p.path.as_path()),
+            Some(Err(e)) => return Err(CaptureError::Environment(e.clone())),
+            None => None,
+        };
+        let target = plan.target.as_ref();
+        let early = |path: &Path, e| write_error(path, e, None);
+        std::fs::create_dir_all(&plan.opts.out).map_err(|e| early(&plan.opts.out, e))?;
+        let out_root =
+            std::fs::canonicalize(&plan.opts.out).map_err(|e| early(&plan.opts.out, e))?;
+        let work_dir = out_root.join(format!(".capture-{}-{}", plan.name(), now_ns() / 1_000_000));
+        let raw = work_dir.join(RAW_DIR);
+        std::fs::create_dir_all(&raw).map_err(|e| write_error(&raw, e, Some(&work_dir)))?;
+        let workload = match (target, python, &plan.command) {
+            (Some(target), Some(python), _) => {
+                let driver = work_dir.join("driver.py");
+                std::fs::write(&driver, DRIVER)
+                    .map_err(|e| write_error(&driver, e, Some(&work_dir)))?;
+                Some(Workload::Driver {
+                    target,
+                    python,
+                    driver,
+                })
+            }
+            (_, _, Some(c)) => Some(Workload::Command(c)),
+            _ => None,
+        };
+        Ok(Session {
+            plan,
+            repeats: plan
+                .opts
+                .repeats
+                .unwrap_or(target.map_or(1, |t| t.run.repeats)),
+            timeout: Duration::from_secs(
+                plan.opts
+                    .timeout_s
+                    .unwrap_or(target.map_or(COMMAND_TIMEOUT_S, |t| t.run.timeout_s)),
+            ),
+            work_dir,
+            raw,
+            workload,
+            interrupt,
+        })
     }
+
+    /// A write error under the working directory (a full disk says the partial artifacts are
+    /// kept there).
+    fn write_err(&self, path: &Path, e: std::io::Error) -> CaptureError {
+        write_error(path, e, Some(&self.work_dir))
+    }
+
+    /// The target's model config as `raw/config.json`, for ingest; `None` for `--cmd` or when
+    /// it cannot be written.
+    fn write_model_config(&self) -> Option<PathBuf> {
+        let c = self.plan.target.as_ref()?.model_config()?;
+        let p = self.raw.join("config.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&c).ok()?).ok()?;
+        Some(p)
+    }
+
+    /// The workload's command line and environment for `pass`, with its output in `out` (a
+    /// target's pass gets its plan file written to `out/plan.json`); `None` when there is no
+    /// workload to run.
+    fn workload_command(
+        &self,
+        pass: &str,
+        out: PathBuf,
+    ) -> Result<Option<PassCommand>, CaptureError> {
+        let Some(workload) = &self.workload else {
+            return Ok(None);
+        };
+        let (command, env) = match workload {
+            Workload::Driver {
+                target,
+                python,
+                driver,
+            } => {
+                let plan_path = out.join("plan.json");
+                let doc = driver_plan(target, self.plan, pass, &out, self.repeats);
+                std::fs::write(&plan_path, doc.to_string())
+                    .map_err(|e| self.write_err(&plan_path, e))?;
+                let words = [python, driver.as_path(), plan_path.as_path()];
+                (words.map(|p| p.display().to_string()).to_vec(), Vec::new())
+            }
+            Workload::Command(c) => {
+                let mut env: Vec<(String, String)> = vec![
+                    ("LLMPROF_PASS".into(), pass.into()),
+                    ("LLMPROF_OUT_DIR".into(), out.display().to_string()),
+                    ("LLMPROF_STAGES".into(), c.stages.join(",")),
+                ];
+                env.extend(kinds::kind_of(pass).command_env(&out));
+                (vec!["sh".into(), "-c".into(), c.command.clone()], env)
+            }
+        };
+        Ok(Some(PassCommand {
+            out,
+            command,
+            env,
+            stdout_to: None,
+        }))
+    }
+}
+
+/// What the passes accumulate.
+struct State {
+    capture: Capture,
+    /// Each run's wall-clock window, for the NVML series.
+    windows: Vec<Window>,
+    /// The nsys pass's SQLite export, once exported.
+    nsys_sqlite: Option<PathBuf>,
+    /// Passes the capture did not start (interrupted, or stopped at a full disk).
+    not_run: Vec<&'static str>,
+    disk_full: bool,
+}
+
+impl State {
+    fn new(capture: Capture) -> Self {
+        State {
+            capture,
+            windows: Vec::new(),
+            nsys_sqlite: None,
+            not_run: Vec::new(),
+            disk_full: false,
+        }
+    }
+
+    /// One `missing` line per pass an interrupt or a full disk kept from running.
+    fn note_not_run(&mut self) {
+        if !(self.capture.interrupted || self.disk_full) {
+            return;
+        }
+        let why = if self.disk_full {
+            "stopped at the full disk"
+        } else {
+            "was interrupted"
+        };
+        for p in &self.not_run {
+            self.capture
+                .missing
+                .push(format!("the {p} pass did not run: the capture {why}"));
+        }
+    }
+}
+
+/// Runs one pass of the plan: its command (the workload under the pass's profiler) as many
+/// times as the pass runs, then what follows the pass (the nsys export). A pass whose profiler
+/// is missing is recorded as missing and skipped.
+fn run_pass(
+    s: &Session<'_>,
+    st: &mut State,
+    pass: &'static str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), CaptureError> {
+    if s.interrupt.is_set() || st.capture.interrupted {
+        st.not_run.push(pass);
+        return Ok(());
+    }
+    let out = s.raw.join(pass);
+    std::fs::create_dir_all(&out).map_err(|e| s.write_err(&out, e))?;
+    let Some(mut cmd) = s.workload_command(pass, out)? else {
+        return Ok(());
+    };
+    let kind = kinds::kind_of(pass);
+    let workload = std::mem::take(&mut cmd.command);
+    cmd.command = match kind.command(s, st, &cmd.out, workload) {
+        Ok(c) => c,
+        Err(missing) => {
+            st.capture.missing.push(missing);
+            return Ok(());
+        }
+    };
+    cmd.stdout_to = kind.stdout_to(&cmd.out);
+    for i in 0..kind.runs(s) {
+        if !run_once(s, st, pass, i, &cmd, progress) {
+            break;
+        }
+    }
+    if !st.disk_full {
+        kind.after(s, st, pass, progress);
+    }
+    Ok(())
+}
+
+/// Run `i` of a pass: records it and its window; `false` when the capture stops here (Ctrl-C,
+/// or a full disk, after which no further pass runs).
+fn run_once(
+    s: &Session<'_>,
+    st: &mut State,
+    pass: &'static str,
+    i: u64,
+    cmd: &PassCommand,
+    progress: &mut dyn FnMut(&str),
+) -> bool {
+    let (label, log) = if i == 0 {
+        (pass.to_string(), cmd.out.join("stderr.log"))
+    } else {
+        (
+            format!("{pass} #{}", i + 1),
+            cmd.out.join(format!("stderr-{}.log", i + 1)),
+        )
+    };
+    progress(&format!("{label} pass: {}", shell_join(&cmd.command)));
+    let start = now_ns();
+    let job = Job {
+        name: &label,
+        command: &cmd.command,
+        env: &cmd.env,
+        stdout_to: cmd.stdout_to.as_deref(),
+        log: &log,
+        timeout: s.timeout,
+    };
+    let ran = process::run(&job, Some(s.interrupt));
+    st.windows.push(Window {
+        name: label,
+        start_ns: start,
+        end_ns: now_ns(),
+    });
+    let full = ran
+        .record
+        .note
+        .as_deref()
+        .is_some_and(|n| n.contains("No space left on device") || n.contains("Disk quota"));
+    st.capture.passes.push(ran.record);
+    if ran.stopped == Stopped::Interrupt {
+        st.capture.interrupted = true;
+        return false;
+    }
+    if full {
+        st.capture
+            .missing
+            .push(disk_full_message(&cmd.out, Some(&s.work_dir)));
+        st.disk_full = true;
+        let rest = s.plan.passes.iter().skip_while(|&&p| p != pass).skip(1);
+        st.not_run.extend(rest.copied());
+        return false;
+    }
+    true
 }
 
 /// The driver's plan for one pass of a target.
@@ -527,83 +398,6 @@ fn driver_plan(
     })
 }
 
-/// Energy per stage into the capture record; the stage windows are also added to the series
-/// (as `baseline/<stage>`) for charts.
-fn energy_into(
-    capture: &mut Capture,
-    series: &mut NvmlSeries,
-    windows: &[(&str, Vec<(i64, i64)>)],
-    tokens: impl Fn(&str) -> Option<u64>,
-) {
-    for (stage, w) in windows {
-        if let Some(e) = crate::energy::stage_energy(series, stage, w, tokens(stage)) {
-            capture.energy.push(e);
-        }
-    }
-    capture.energy_note = Some(if capture.energy.is_empty() {
-        "no energy: the NVML samples cover no stage window of the baseline pass (none recorded, \
-         or the pass failed)"
-            .into()
-    } else {
-        let mut note = crate::energy::note(series);
-        let checks: Vec<String> = capture
-            .energy
-            .iter()
-            .filter_map(|e| {
-                let c = e.counter_energy_j?;
-                (e.energy_j > 0.0).then(|| {
-                    format!(
-                        "{} {:+.0}% ({} sample{} in {:.0} ms windows)",
-                        e.stage,
-                        (c - e.energy_j) / e.energy_j * 100.0,
-                        e.samples,
-                        if e.samples == 1 { "" } else { "s" },
-                        e.wall_ns / 1e6
-                    )
-                })
-            })
-            .collect();
-        if !checks.is_empty() {
-            note.push_str(&format!(
-                " NVML's total-energy counter over the same windows differs by {}: a window only \
-                 a few samples long is uncertain.",
-                checks.join(", ")
-            ));
-        }
-        note
-    });
-}
-
-/// `--cmd`: each profiled pass's wall time against the median of the baseline runs (the whole
-/// command, start-up included: the host cannot see the workload's stages).
-/// The kineto pass counts only when the workload wrote a trace (else it ran unprofiled).
-fn command_overhead(passes: &[PassRecord], kineto_traced: bool) -> Vec<Overhead> {
-    let mut base: Vec<u64> = passes
-        .iter()
-        .filter(|p| p.ok && p.name.starts_with("baseline"))
-        .map(|p| p.wall_ns)
-        .collect();
-    let b = llmprof_bundle::Distribution::from_samples(&mut base);
-    if b.count == 0 || b.median_ns <= 0.0 {
-        return Vec::new();
-    }
-    passes
-        .iter()
-        .filter(|p| {
-            p.ok && (crate::pass_kind(&p.name) == "nsys" || p.name == "kineto" && kineto_traced)
-        })
-        .map(|p| Overhead {
-            pass: p.name.clone(),
-            stage: "command".into(),
-            baseline_median_ns: b.median_ns,
-            profiled_median_ns: p.wall_ns as f64,
-            overhead_pct: (p.wall_ns as f64 - b.median_ns) / b.median_ns * 100.0,
-            pairs: 1,
-            pair_range_pct: None,
-        })
-        .collect()
-}
-
 /// A command line as a shell would read it back (words with spaces or quotes single-quoted).
 fn shell_join(words: &[String]) -> String {
     words
@@ -634,342 +428,5 @@ fn write_error(path: &Path, e: std::io::Error, keep: Option<&Path>) -> CaptureEr
             path: path.to_path_buf(),
             source: e,
         }
-    }
-}
-
-/// Kernels Nsight Compute profiles in deep mode: the top ones by GPU time in the nsys pass.
-const TOP_K: usize = 5;
-
-/// `regex:^(a|b|c)$` over the short names of the `k` kernels with the most GPU time in an
-/// nsys export; `None` when the export cannot be read.
-fn top_kernels_regex(db: &Path, k: usize) -> Option<String> {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .ok()?;
-    let mut stmt = conn
-        .prepare(
-            "SELECT s.value, SUM(k.end - k.start) AS t FROM CUPTI_ACTIVITY_KIND_KERNEL k \
-             JOIN StringIds s ON s.id = k.shortName GROUP BY s.value ORDER BY t DESC LIMIT ?1",
-        )
-        .ok()?;
-    let names: Vec<String> = stmt
-        .query_map([k as i64], |r| r.get::<_, String>(0))
-        .ok()?
-        .flatten()
-        .collect();
-    if names.is_empty() {
-        return None;
-    }
-    let escaped: Vec<String> = names.iter().map(|n| regex_escape(n)).collect();
-    Some(format!("regex:^({})$", escaped.join("|")))
-}
-
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\.^$|?*+()[]{}".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Exports the nsys pass's report to SQLite; records what is missing when it cannot.
-fn export_nsys(
-    plan: &Plan,
-    raw: &Path,
-    timeout: Duration,
-    capture: &mut Capture,
-    progress: &mut dyn FnMut(&str),
-    interrupt: &Interrupt,
-) -> Option<PathBuf> {
-    let nsys = plan.nsys.as_ref()?;
-    let rep = raw.join("nsys/profile.nsys-rep");
-    if rep.is_file() {
-        let sqlite = raw.join("nsys/profile.sqlite");
-        let cmd = vec![
-            nsys.display().to_string(),
-            "export".into(),
-            "--type".into(),
-            "sqlite".into(),
-            "--force-overwrite".into(),
-            "true".into(),
-            "-o".into(),
-            sqlite.display().to_string(),
-            rep.display().to_string(),
-        ];
-        progress("exporting the Nsight Systems report to SQLite");
-        let (r, _) = run_one(
-            "nsys-export",
-            &cmd,
-            &[],
-            timeout,
-            None,
-            &raw.join("nsys/export.log"),
-            interrupt,
-        );
-        let ok = sqlite.is_file();
-        if !ok {
-            capture.missing.push(format!(
-                "nsys export failed ({}); the report is kept at raw/nsys/profile.nsys-rep",
-                r.note.clone().unwrap_or_default()
-            ));
-        }
-        capture.passes.push(r);
-        return ok.then_some(sqlite);
-    }
-    let only_qdstrm = std::fs::read_dir(raw.join("nsys"))
-        .map(|rd| {
-            rd.flatten()
-                .any(|e| e.path().extension().is_some_and(|x| x == "qdstrm"))
-        })
-        .unwrap_or(false);
-    capture.missing.push(if only_qdstrm {
-        "Nsight Systems left only a .qdstrm: its importer could not load libdw.so.1. Put \
-         elfutils' libdw.so.1 and libelf.so.1 in a folder and run with \
-         LD_LIBRARY_PATH=<that folder> (shared/gpu/fetch-nsys-libs.sh fetches them)"
-            .into()
-    } else {
-        "the Nsight Systems pass wrote no report: see raw/nsys/stderr.log".into()
-    });
-    None
-}
-
-/// Why a pass was stopped before it ended on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stopped {
-    No,
-    Timeout,
-    Interrupt,
-}
-
-/// Runs one command in its own process group with a time limit; its stderr goes to `log`, its
-/// stdout to `stdout_to` or the log too. On the time limit or an interrupt the whole group gets
-/// SIGINT (the driver writes what it measured, nsys its report), then SIGKILL after
-/// [`STOP_GRACE`] or at a second interrupt, so no grandchild (the workload under nsys) is left
-/// running.
-fn run_one(
-    name: &str,
-    command: &[String],
-    env: &[(String, String)],
-    timeout: Duration,
-    stdout_to: Option<&Path>,
-    log: &Path,
-    interrupt: &Interrupt,
-) -> (PassRecord, Stopped) {
-    let started = Instant::now();
-    let mut record = PassRecord {
-        name: name.to_string(),
-        command: command.to_vec(),
-        exit_code: None,
-        wall_ns: 0,
-        ok: false,
-        note: None,
-    };
-    let Some((exe, args)) = command.split_first() else {
-        record.note = Some("empty command".into());
-        return (record, Stopped::No);
-    };
-    let stderr = std::fs::File::create(log).ok();
-    let stdout = match stdout_to {
-        Some(p) => std::fs::File::create(p).ok().map(Stdio::from),
-        None => stderr
-            .as_ref()
-            .and_then(|f| f.try_clone().ok())
-            .map(Stdio::from),
-    };
-    let mut cmd = Command::new(exe);
-    cmd.args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(stdout.unwrap_or_else(Stdio::null))
-        .stderr(stderr.map(Stdio::from).unwrap_or_else(Stdio::null));
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // Its own group: the terminal's Ctrl-C reaches only llmprof, which stops the pass.
-        cmd.process_group(0);
-    }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            record.note = Some(format!("cannot start `{exe}`: {e}"));
-            return (record, Stopped::No);
-        }
-    };
-    let mut stopped = Stopped::No;
-    let mut stop_sent: Option<(Instant, u32)> = None;
-    let mut killed = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {
-                if stop_sent.is_none() {
-                    if interrupt.is_set() {
-                        stopped = Stopped::Interrupt;
-                    } else if started.elapsed() > timeout {
-                        stopped = Stopped::Timeout;
-                    }
-                    if stopped != Stopped::No {
-                        signal_group(&mut child, false);
-                        stop_sent = Some((Instant::now(), interrupt.count()));
-                    }
-                } else if let Some((at, count)) = stop_sent {
-                    if !killed && (at.elapsed() > STOP_GRACE || interrupt.count() > count) {
-                        signal_group(&mut child, true);
-                        killed = true;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => {
-                record.note = Some(format!("lost the child process: {e}"));
-                break None;
-            }
-        }
-    };
-    record.wall_ns = started.elapsed().as_nanos() as u64;
-    if stopped != Stopped::No && !killed {
-        // Stragglers of a stopped pass (a shell's background jobs ignore SIGINT) go too.
-        signal_group(&mut child, true);
-    }
-    if let Some(s) = status {
-        record.exit_code = s.code();
-        record.ok = s.success() && stopped == Stopped::No;
-        if !record.ok {
-            record.note = Some(format!(
-                "exit {}: {}",
-                s.code().map_or("by signal".to_string(), |c| c.to_string()),
-                last_line(log)
-            ));
-        }
-    }
-    let why = match stopped {
-        Stopped::No => None,
-        Stopped::Timeout => Some(format!(
-            "stopped after the {} s time limit ([run] timeout_s or --timeout)",
-            timeout.as_secs()
-        )),
-        Stopped::Interrupt => Some("interrupted by Ctrl-C".to_string()),
-    };
-    if let Some(why) = why {
-        let killed = if killed {
-            format!("; killed after {} s", STOP_GRACE.as_secs())
-        } else {
-            String::new()
-        };
-        record.note = Some(match record.note.take() {
-            Some(n) => format!("{why}{killed}; {n}"),
-            None => format!("{why}{killed}"),
-        });
-    }
-    (record, stopped)
-}
-
-/// SIGINT (or SIGKILL) to the child's process group; the child alone where groups do not exist.
-fn signal_group(child: &mut std::process::Child, kill: bool) {
-    #[cfg(unix)]
-    {
-        use nix::sys::signal::{killpg, Signal};
-        use nix::unistd::Pid;
-        let sig = if kill {
-            Signal::SIGKILL
-        } else {
-            Signal::SIGINT
-        };
-        if let Ok(pid) = i32::try_from(child.id()) {
-            if killpg(Pid::from_raw(pid), sig).is_ok() {
-                return;
-            }
-        }
-    }
-    if kill {
-        let _ = child.kill();
-    }
-}
-
-fn last_line(path: &Path) -> String {
-    let mut text = String::new();
-    let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
-    text.lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("no output")
-        .chars()
-        .take(300)
-        .collect()
-}
-
-/// Every file under `raw/` with its size and sha256.
-fn manifest(work_dir: &Path, raw: &Path) -> Vec<ManifestEntry> {
-    let mut files = Vec::new();
-    let mut stack = vec![raw.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
-        .into_iter()
-        .filter_map(|p| {
-            let mut f = std::fs::File::open(&p).ok()?;
-            let mut h = Sha256::new();
-            let mut buf = vec![0u8; 1 << 20];
-            let mut bytes = 0u64;
-            loop {
-                let n = f.read(&mut buf).ok()?;
-                if n == 0 {
-                    break;
-                }
-                bytes += n as u64;
-                h.update(&buf[..n]);
-            }
-            let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-            Some(ManifestEntry {
-                path: p.strip_prefix(work_dir).unwrap_or(&p).display().to_string(),
-                bytes,
-                sha256: digest,
-            })
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn top_kernels_become_an_ncu_name_regex() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("x.sqlite");
-        let c = rusqlite::Connection::open(&db).unwrap();
-        c.execute_batch(
-            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
-             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER);
-             INSERT INTO StringIds VALUES (1, 'nvjet_sm90_tst_64x8'), (2, 'elementwise_kernel'), (3, 'op<x>.y');
-             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 50, 1), (0, 30, 2), (0, 30, 2), (0, 10, 3);",
-        )
-        .unwrap();
-        drop(c);
-        assert_eq!(
-            top_kernels_regex(&db, 2).as_deref(),
-            Some("regex:^(elementwise_kernel|nvjet_sm90_tst_64x8)$")
-        );
-        assert_eq!(
-            top_kernels_regex(&db, 3).as_deref(),
-            Some("regex:^(elementwise_kernel|nvjet_sm90_tst_64x8|op<x>\\.y)$")
-        );
-        assert!(top_kernels_regex(&dir.path().join("none.sqlite"), 2).is_none());
     }
 }

@@ -55,5 +55,4 @@ pub(crate) mod what {
     pub const NCU: &str = "ncu CSV";
     pub const MODEL_CONFIG: &str = "model config";
     pub const METADATA: &str = "run metadata";
-    pub const RUN_DIR: &str = "run directory";
 }

@@ -4,7 +4,7 @@
 //! format-free [`records`] to a [`convert::TraceConverter`], whose `finish()` builds the
 //! bundle's stages, kernels, totals and timeline. Raw SQLite rows, JSON events and CSV cells
 //! never leave the module that parses them. [`ingest`] runs the parsers a request names and
-//! assembles one bundle; [`run_store`] writes it atomically.
+//! assembles one bundle; `llmprof-store` writes it into the runs directory.
 
 pub mod convert;
 pub mod diagnostics;
@@ -15,8 +15,6 @@ pub mod kineto;
 pub mod ncu;
 pub mod nsys;
 pub mod records;
-pub mod run_store;
-mod time;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -94,42 +92,95 @@ pub fn ingest(
     if req.nsys.is_none() && req.kineto.is_none() && req.ncu.is_empty() {
         return Err(IngestError::NoInputs);
     }
-    let mut bundle = Bundle::new(String::new());
-    bundle.llmprof_version = env!("CARGO_PKG_VERSION").to_string();
-    bundle.label = req.label.clone();
-    let mut facts: Vec<SourceFacts> = Vec::new();
-    let mut conv = TraceConverter::new();
-    let mut timing_diags: Option<Diagnostics> = None;
+    let mut a = Assembly::new(req);
+    a.read_nsys(progress)?;
+    let operators = a.read_kineto(progress)?;
+    let ncu = a.read_ncu(progress)?;
+    a.read_workload()?;
+    progress(Step::Assembling);
+    let timeline = a.finish_timing();
+    if let Some(k) = operators {
+        a.attach_operators(k);
+    }
+    if let Some(n) = ncu {
+        a.attach_ncu(n);
+    }
+    let mut bundle = a.bundle;
+    merge_facts(&mut bundle, a.facts);
+    bundle.run_id = llmprof_store::run_id(&bundle);
+    Ok(Ingested { bundle, timeline })
+}
 
-    if let Some(path) = &req.nsys {
+/// One ingest under way: the bundle being filled, the converter the timing source feeds, and
+/// what the inputs revealed.
+struct Assembly<'r> {
+    req: &'r IngestRequest,
+    bundle: Bundle,
+    /// Device and environment facts per input, the timing source's first.
+    facts: Vec<SourceFacts>,
+    conv: TraceConverter,
+    /// The timing source's diagnostics, finished with the converter.
+    timing_diags: Option<Diagnostics>,
+    /// Token counts from the timing trace's operator shapes (kineto as timing source only).
+    inferred: Option<kineto::InferredWorkload>,
+}
+
+impl<'r> Assembly<'r> {
+    fn new(req: &'r IngestRequest) -> Self {
+        let mut bundle = Bundle::new(String::new());
+        bundle.llmprof_version = env!("CARGO_PKG_VERSION").to_string();
+        bundle.label = req.label.clone();
+        Assembly {
+            req,
+            bundle,
+            facts: Vec::new(),
+            conv: TraceConverter::new(),
+            timing_diags: None,
+            inferred: None,
+        }
+    }
+
+    /// The Nsight Systems export, the timing source when given.
+    fn read_nsys(&mut self, progress: &mut dyn FnMut(Step<'_>)) -> Result<(), IngestError> {
+        let Some(path) = &self.req.nsys else {
+            return Ok(());
+        };
         progress(Step::Reading {
             source: Source::Nsys,
             path,
         });
         let mut diags = Diagnostics::new(Source::Nsys, path.display().to_string());
-        facts.push(nsys::read(path, &mut conv, &mut diags)?);
-        bundle.inputs.push(input_file(Source::Nsys, path));
-        bundle.timing_source = Some(Source::Nsys);
-        timing_diags = Some(diags);
+        self.facts
+            .push(nsys::read(path, &mut self.conv, &mut diags)?);
+        self.bundle.inputs.push(input_file(Source::Nsys, path));
+        self.bundle.timing_source = Some(Source::Nsys);
+        self.timing_diags = Some(diags);
+        Ok(())
     }
-    let mut operators: Option<kineto::KinetoInput> = None;
-    let mut inferred = None;
-    if let Some(path) = &req.kineto {
+
+    /// The PyTorch profiler trace: the timing source without nsys, the operators always.
+    fn read_kineto(
+        &mut self,
+        progress: &mut dyn FnMut(Step<'_>),
+    ) -> Result<Option<kineto::KinetoInput>, IngestError> {
+        let Some(path) = &self.req.kineto else {
+            return Ok(None);
+        };
         progress(Step::Reading {
             source: Source::Kineto,
             path,
         });
         let mut diags = Diagnostics::new(Source::Kineto, path.display().to_string());
-        let is_timing = bundle.timing_source.is_none();
-        let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags)?;
-        facts.push(k.facts.clone());
-        bundle.inputs.push(input_file(Source::Kineto, path));
+        let is_timing = self.bundle.timing_source.is_none();
+        let k = kineto::read(path, is_timing.then_some(&mut self.conv), &mut diags)?;
+        self.facts.push(k.facts.clone());
+        self.bundle.inputs.push(input_file(Source::Kineto, path));
         if is_timing {
-            bundle.timing_source = Some(Source::Kineto);
+            self.bundle.timing_source = Some(Source::Kineto);
             // Shapes describe this trace's own pass only: use them when it is the timing
             // source (with --nsys the passes differ, e.g. in decode steps).
-            inferred = Some(k.inferred.clone());
-            timing_diags = Some(diags);
+            self.inferred = Some(k.inferred.clone());
+            self.timing_diags = Some(diags);
         } else {
             diags.note(
                 "kineto.timing_from_nsys",
@@ -141,47 +192,66 @@ pub fn ingest(
                 },
                 String::new,
             );
-            bundle.diagnostics.extend(diags.finish());
+            self.bundle.diagnostics.extend(diags.finish());
         }
-        operators = Some(k);
+        Ok(Some(k))
     }
-    let ncu = if req.ncu.is_empty() {
-        None
-    } else {
-        for path in &req.ncu {
+
+    /// The Nsight Compute CSVs (joined to kernels once the timing source is finished).
+    fn read_ncu(
+        &mut self,
+        progress: &mut dyn FnMut(Step<'_>),
+    ) -> Result<Option<ncu::NcuInput>, IngestError> {
+        if self.req.ncu.is_empty() {
+            return Ok(None);
+        }
+        for path in &self.req.ncu {
             progress(Step::Reading {
                 source: Source::Ncu,
                 path,
             });
         }
-        let n = ncu::read_ncu_paths(&req.ncu)?;
-        for path in &req.ncu {
-            bundle.inputs.push(input_file(Source::Ncu, path));
+        let n = ncu::read_ncu_paths(&self.req.ncu)?;
+        for path in &self.req.ncu {
+            self.bundle.inputs.push(input_file(Source::Ncu, path));
         }
-        Some(n)
-    };
-    if let Some(path) = &req.model_config {
-        bundle.model = Some(read_model_config(path)?);
-        bundle.inputs.push(input_file(Source::ModelConfig, path));
+        Ok(Some(n))
     }
-    let metadata = match &req.metadata {
-        Some(path) => {
-            let m = read_metadata(path)?;
-            bundle.inputs.push(input_file(Source::Metadata, path));
-            Some((path.display().to_string(), m))
-        }
-        None => None,
-    };
-    let base = inferred
-        .as_ref()
-        .map(workload::from_inferred)
-        .unwrap_or_default();
-    workload::assemble(&mut bundle, req, metadata.as_ref(), base);
 
-    progress(Step::Assembling);
-    let mut timeline = None;
-    if let Some(mut diags) = timing_diags {
+    /// The model config and run metadata, and the workload from them, the flags and the
+    /// inferred shapes.
+    fn read_workload(&mut self) -> Result<(), IngestError> {
+        let req = self.req;
+        if let Some(path) = &req.model_config {
+            self.bundle.model = Some(read_model_config(path)?);
+            self.bundle
+                .inputs
+                .push(input_file(Source::ModelConfig, path));
+        }
+        let metadata = match &req.metadata {
+            Some(path) => {
+                let m = read_metadata(path)?;
+                self.bundle.inputs.push(input_file(Source::Metadata, path));
+                Some((path.display().to_string(), m))
+            }
+            None => None,
+        };
+        let base = self
+            .inferred
+            .as_ref()
+            .map(workload::from_inferred)
+            .unwrap_or_default();
+        workload::assemble(&mut self.bundle, req, metadata.as_ref(), base);
+        Ok(())
+    }
+
+    /// Finishes the converter: stages, kernels, totals and the timeline of the timing source,
+    /// whose diagnostics go first.
+    fn finish_timing(&mut self) -> Option<Timeline> {
+        let mut diags = self.timing_diags.take()?;
+        let conv = std::mem::take(&mut self.conv);
         let parts = conv.finish(&mut diags);
+        let bundle = &mut self.bundle;
         bundle.stages = parts.stages;
         bundle.kernels = parts.kernels;
         bundle.totals = parts.totals;
@@ -193,28 +263,35 @@ pub fn ingest(
         });
         let mut t = parts.timeline;
         // The timing source's facts come first: nsys is read before kineto.
-        t.t0_epoch_ns = facts
+        t.t0_epoch_ns = self
+            .facts
             .first()
             .and_then(|f| f.clock_zero_epoch_ns)
             .map(|zero| zero.saturating_add(t.t0_ns));
-        timeline = Some(t);
         let mut d = diags.finish();
         d.append(&mut bundle.diagnostics);
         bundle.diagnostics = d;
+        Some(t)
     }
-    if let Some(k) = operators {
-        let mut diags = Diagnostics::new(
-            Source::Kineto,
-            req.kineto
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-        );
-        bundle.operators =
-            resolve_operator_stages(k.operators, &k.stage_names, &bundle.stages, &mut diags);
-        bundle.diagnostics.extend(diags.finish());
+
+    /// The trace's operators, their stages resolved by name against the bundle's stages.
+    fn attach_operators(&mut self, k: kineto::KinetoInput) {
+        let file = self
+            .req
+            .kineto
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let mut diags = Diagnostics::new(Source::Kineto, file);
+        let stages = &self.bundle.stages;
+        self.bundle.operators =
+            resolve_operator_stages(k.operators, &k.stage_names, stages, &mut diags);
+        self.bundle.diagnostics.extend(diags.finish());
     }
-    if let Some(mut n) = ncu {
+
+    /// The ncu kernels, joined to the timing source's kernels by name.
+    fn attach_ncu(&mut self, mut n: ncu::NcuInput) {
+        let bundle = &mut self.bundle;
         ncu::join_ncu(&mut bundle.kernels, &mut n.kernels);
         if bundle.timing_source.is_some() {
             let unmatched = n.kernels.iter().filter(|k| k.kernel.is_none()).count() as u64;
@@ -226,7 +303,8 @@ pub fn ingest(
                 .unwrap_or_default();
             bundle.diagnostics.push(llmprof_bundle::Diagnostic {
                 source: Source::Ncu,
-                file: req
+                file: self
+                    .req
                     .ncu
                     .iter()
                     .map(|p| p.display().to_string())
@@ -240,16 +318,13 @@ pub fn ingest(
             });
             bundle.diagnostics.retain(|d| d.count > 0);
         }
-        facts.push(SourceFacts {
+        self.facts.push(SourceFacts {
             device: n.device,
             ..SourceFacts::default()
         });
         bundle.ncu = n.kernels;
         bundle.diagnostics.extend(n.diagnostics);
     }
-    merge_facts(&mut bundle, facts);
-    bundle.run_id = run_store::run_id(&bundle);
-    Ok(Ingested { bundle, timeline })
 }
 
 /// Applies the token counts, metadata and peaks of `req` to an existing bundle (flags and
@@ -400,7 +475,7 @@ fn merge_facts(bundle: &mut Bundle, facts: Vec<SourceFacts>) {
     }
     bundle.device = device;
     bundle.environment = env;
-    bundle.captured_at = captured.map(time::rfc3339_utc);
+    bundle.captured_at = captured.map(llmprof_bundle::time::rfc3339_utc);
 }
 
 fn merge_device(cur: &mut Device, other: Device) {

@@ -1,4 +1,6 @@
-//! Nsight Systems SQLite export (`nsys export --type sqlite`).
+//! Nsight Systems SQLite export (`nsys export --type sqlite`): [`read`] feeds a whole export
+//! to the converter; [`top_kernels_by_time`] answers capture's one question of an export (which
+//! kernels Nsight Compute should profile). Nothing else in llmprof opens an export.
 //!
 //! Exports carry no indexes and their tables and columns change between schema versions, so
 //! every table and column is checked (`sqlite_master`, `PRAGMA table_info`) before it is read,
@@ -21,6 +23,16 @@ use crate::SourceFacts;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// One row of `NVTX_EVENTS`.
+struct NvtxRow {
+    start: Option<i64>,
+    end: Option<i64>,
+    kind: i64,
+    text: Option<String>,
+    tid: u64,
+    domain: i64,
+}
+
 /// Bits of `globalTid` below the process id: `globalTid = hw << 56 | pid << 24 | tid`.
 const TID_BITS: u64 = 0xFF_FFFF;
 
@@ -31,18 +43,33 @@ pub fn read(
     conv: &mut TraceConverter,
     diags: &mut Diagnostics,
 ) -> Result<SourceFacts, IngestError> {
+    let (_inflated, db) = open(path)?;
+    db.read_into(conv, diags)
+}
+
+/// The short names of the `k` kernels with the most GPU time (the sum of their `end - start`)
+/// in the export at `path`, most first, ties by name. Kernels whose name is not in `StringIds`
+/// or whose times are missing are left out. Fails when the export cannot be read or its kernel
+/// table lacks the columns this needs.
+pub fn top_kernels_by_time(path: &Path, k: usize) -> Result<Vec<String>, IngestError> {
+    let (_inflated, db) = open(path)?;
+    db.top_kernels(k)
+}
+
+/// Opens the export read-only, its tables listed; a gzip export is inflated to a temporary
+/// file first (SQLite needs a real file); keep it alive, declared before the handle, while the
+/// handle is used.
+fn open(path: &Path) -> Result<(Option<tempfile::NamedTempFile>, Export<'_>), IngestError> {
     input::open_file(NSYS, path)?;
-    // SQLite needs a real file: inflate gzip exports to a temporary file first.
-    let inflated;
-    let db_path = if input::is_gzip(path) {
-        inflated = input::gunzip_to_temp(NSYS, path)?;
-        inflated.path().to_path_buf()
+    let inflated = if input::is_gzip(path) {
+        Some(input::gunzip_to_temp(NSYS, path)?)
     } else {
-        path.to_path_buf()
+        None
     };
-    check_magic(path, &db_path)?;
+    let db_path = inflated.as_ref().map_or(path, |t| t.path());
+    check_magic(path, db_path)?;
     let conn = Connection::open_with_flags(
-        &db_path,
+        db_path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| IngestError::invalid(NSYS, path, format!("cannot open as SQLite: {e}")))?;
@@ -52,7 +79,7 @@ pub fn read(
         tables: HashSet::new(),
     }
     .load_tables()?;
-    db.read_into(conv, diags)
+    Ok((inflated, db))
 }
 
 fn check_magic(path: &Path, db_path: &Path) -> Result<(), IngestError> {
@@ -171,6 +198,50 @@ impl Export<'_> {
         Ok(self.facts(device_id))
     }
 
+    /// See [`top_kernels_by_time`].
+    fn top_kernels(&self, k: usize) -> Result<Vec<String>, IngestError> {
+        const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+        let cols = self.columns(KERNEL);
+        if !["start", "end", "shortName"]
+            .iter()
+            .all(|c| cols.contains(*c))
+        {
+            return Err(IngestError::invalid(
+                NSYS,
+                self.path,
+                "has no CUPTI_ACTIVITY_KIND_KERNEL table with start, end and shortName columns; \
+                 profile with `nsys profile -t cuda,nvtx`",
+            ));
+        }
+        let strings = self.strings()?;
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT shortName, SUM(end - start) FROM {KERNEL} \
+                 WHERE start IS NOT NULL AND end IS NOT NULL GROUP BY shortName"
+            ))
+            .map_err(|e| sql_err(self.path, KERNEL, e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| sql_err(self.path, KERNEL, e))?;
+        let mut by_name: HashMap<&str, i64> = HashMap::new();
+        for (id, ns) in rows {
+            if let (Some(name), Some(ns)) = (id.and_then(|i| strings.get(&i)), ns) {
+                *by_name.entry(name).or_default() += ns;
+            }
+        }
+        let mut names: Vec<(&str, i64)> = by_name.into_iter().collect();
+        names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        Ok(names
+            .into_iter()
+            .take(k)
+            .map(|(n, _)| n.to_string())
+            .collect())
+    }
+
     fn strings(&self) -> Result<HashMap<i64, String>, IngestError> {
         if !self.has("StringIds") {
             return Ok(HashMap::new());
@@ -210,33 +281,11 @@ impl Export<'_> {
             .collect()
     }
 
-    fn read_ranges(
-        &self,
-        strings: &HashMap<i64, String>,
-        conv: &mut TraceConverter,
-        diags: &mut Diagnostics,
-    ) -> Result<(), IngestError> {
+    /// The rows of `NVTX_EVENTS`, their text resolved through `StringIds` where the export
+    /// registered it; columns an export lacks read as NULL (domain 0).
+    fn nvtx_rows(&self, strings: &HashMap<i64, String>) -> Result<Vec<NvtxRow>, IngestError> {
         const NVTX: &str = "NVTX_EVENTS";
-        if !self.has(NVTX) {
-            diags.note(
-                "nsys.no_nvtx",
-                Severity::Warning,
-                || {
-                    "the export has no NVTX_EVENTS table: the workload marked no NVTX ranges (or \
-                     nsys ran without `-t nvtx`), so there are no stages"
-                        .into()
-                },
-                String::new,
-            );
-            return Ok(());
-        }
         let cols = self.columns(NVTX);
-        let types = self.enum_ids("ENUM_NSYS_EVENT_TYPE");
-        let id = |name: &str, fallback: i64| types.get(name).copied().unwrap_or(fallback);
-        let push_pop = id("NvtxPushPopRange", 59);
-        let start_end = id("NvtxStartEndRange", 60);
-        let domain_create = id("NvtxDomainCreate", 75);
-        let mark = id("NvtxMark", 34);
         let text_expr = match (cols.contains("text"), cols.contains("textId")) {
             (true, true) => "text, textId",
             (true, false) => "text, NULL",
@@ -255,29 +304,50 @@ impl Export<'_> {
             .conn
             .prepare(&sql)
             .map_err(|e| sql_err(self.path, NVTX, e))?;
-        struct Row {
-            start: Option<i64>,
-            end: Option<i64>,
-            kind: i64,
-            text: Option<String>,
-            tid: u64,
-            domain: i64,
-        }
-        let rows = stmt
-            .query_map([], |r| {
-                let text: Option<String> = r.get(3)?;
-                let text_id: Option<i64> = r.get(4)?;
-                Ok(Row {
-                    start: r.get(0)?,
-                    end: r.get(1)?,
-                    kind: r.get(2)?,
-                    text: text.or_else(|| text_id.and_then(|i| strings.get(&i).cloned())),
-                    tid: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
-                    domain: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
-                })
+        stmt.query_map([], |r| {
+            let text: Option<String> = r.get(3)?;
+            let text_id: Option<i64> = r.get(4)?;
+            Ok(NvtxRow {
+                start: r.get(0)?,
+                end: r.get(1)?,
+                kind: r.get(2)?,
+                text: text.or_else(|| text_id.and_then(|i| strings.get(&i).cloned())),
+                tid: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+                domain: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
             })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| sql_err(self.path, NVTX, e))?;
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| sql_err(self.path, NVTX, e))
+    }
+
+    /// Feeds NVTX push/pop and start/end ranges (with their domain's name); marks and
+    /// unclosed ranges are counted in diagnostics.
+    fn read_ranges(
+        &self,
+        strings: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<(), IngestError> {
+        if !self.has("NVTX_EVENTS") {
+            diags.note(
+                "nsys.no_nvtx",
+                Severity::Warning,
+                || {
+                    "the export has no NVTX_EVENTS table: the workload marked no NVTX ranges (or \
+                     nsys ran without `-t nvtx`), so there are no stages"
+                        .into()
+                },
+                String::new,
+            );
+            return Ok(());
+        }
+        let rows = self.nvtx_rows(strings)?;
+        let types = self.enum_ids("ENUM_NSYS_EVENT_TYPE");
+        let id = |name: &str, fallback: i64| types.get(name).copied().unwrap_or(fallback);
+        let push_pop = id("NvtxPushPopRange", 59);
+        let start_end = id("NvtxStartEndRange", 60);
+        let domain_create = id("NvtxDomainCreate", 75);
+        let mark = id("NvtxMark", 34);
         let mut domains: HashMap<i64, String> = HashMap::new();
         for r in rows.iter().filter(|r| r.kind == domain_create) {
             domains.insert(r.domain, r.text.clone().unwrap_or_default());
@@ -925,6 +995,35 @@ mod tests {
         assert_eq!(p.stages[0].kind, StageKind::StartEnd);
         let codes: Vec<&str> = d.iter().map(|d| d.code.as_str()).collect();
         assert_eq!(codes, ["nsys.nvtx_marks", "nsys.nvtx_range_not_closed"]);
+    }
+
+    #[test]
+    fn top_kernels_by_time_sum_each_short_name() {
+        let (_d, path) = export(
+            "INSERT INTO StringIds VALUES (1, 'nvjet_sm90_tst_64x8'), (2, 'elementwise_kernel'),
+               (3, 'op<x>.y');
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, shortName) VALUES
+               (0, 50, 1), (0, 30, 2), (0, 30, 2), (0, 10, 3), (NULL, 99, 3), (0, 99, 7);",
+        );
+        assert_eq!(
+            top_kernels_by_time(&path, 2).unwrap(),
+            ["elementwise_kernel", "nvjet_sm90_tst_64x8"]
+        );
+        assert_eq!(top_kernels_by_time(&path, 9).unwrap().len(), 3);
+        let e = top_kernels_by_time(&path.with_file_name("none.sqlite"), 2).unwrap_err();
+        assert!(e.to_string().contains("none.sqlite"), "{e}");
+    }
+
+    #[test]
+    fn top_kernels_need_the_kernel_table_and_its_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.sqlite");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER);")
+            .unwrap();
+        drop(c);
+        let e = top_kernels_by_time(&path, 2).unwrap_err().to_string();
+        assert!(e.contains("k.sqlite") && e.contains("shortName"), "{e}");
     }
 
     #[test]

@@ -32,8 +32,6 @@ pub use pages::Svg;
 /// Why a site could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum SiteError {
-    #[error("runs directory `{}`: {message}", path.display())]
-    Runs { path: PathBuf, message: String },
     #[error("site directory `{}`: cannot write", path.display())]
     Write {
         path: PathBuf,
@@ -42,6 +40,8 @@ pub enum SiteError {
     },
     #[error("rendering {what}: {message}")]
     Render { what: String, message: String },
+    #[error(transparent)]
+    Store(#[from] llmprof_store::StoreError),
 }
 
 /// What to build.
@@ -101,29 +101,6 @@ fn data_script(kind: &str, id: &str, text: &str) -> String {
     format!("(window.LLMPROF_DATA = window.LLMPROF_DATA || {{}})[{key}] = {value};\n")
 }
 
-/// The run's timeline file: `timeline.json`, or `timeline.json.gz` as sample runs keep it.
-fn timeline_source(dir: &Path) -> Option<PathBuf> {
-    let plain = dir.join(TIMELINE_FILE);
-    let gz = dir.join(format!("{TIMELINE_FILE}.gz"));
-    [plain, gz].into_iter().find(|p| p.is_file())
-}
-
-fn read_timeline(path: &Path) -> Result<String, SiteError> {
-    let bad = |message: String| SiteError::Runs {
-        path: path.to_path_buf(),
-        message,
-    };
-    let bytes = fs::read(path).map_err(|e| bad(format!("cannot read ({e})")))?;
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
-            .map_err(|e| bad(format!("not a valid gzip of timeline.json ({e})")))?;
-        Ok(text)
-    } else {
-        String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))
-    }
-}
-
 /// The data key of each run published by the last build.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Cache {
@@ -152,7 +129,7 @@ pub fn build(
     opts: &BuildOptions,
     progress: &mut dyn FnMut(Step<'_>),
 ) -> Result<BuildReport, SiteError> {
-    let found = find_runs(&opts.runs_dir)?;
+    let found = llmprof_store::list_runs(&opts.runs_dir)?;
     fs::create_dir_all(&opts.out_dir).map_err(|e| SiteError::Write {
         path: opts.out_dir.clone(),
         source: e,
@@ -209,17 +186,13 @@ pub fn build(
 /// A run's `bundle.json` text and bundle; `None` (and a line in `skipped`) when it cannot be
 /// read or parsed.
 fn load_bundle(dir: &Path, skipped: &mut Vec<String>) -> Option<(String, Bundle)> {
-    let path = dir.join(BUNDLE_FILE);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            skipped.push(format!("{}: cannot read ({e})", path.display()));
-            return None;
-        }
-    };
+    let text = llmprof_store::read_bundle_text(dir)
+        .map_err(|e| skipped.push(e.to_string()))
+        .ok()?;
     match Bundle::from_json(&text) {
         Ok(b) => Some((text, b)),
         Err(e) => {
+            let path = llmprof_store::bundle_path(dir);
             skipped.push(format!("{}: {e}", path.display()));
             None
         }
@@ -244,7 +217,7 @@ fn publish_run(
     report: &mut BuildReport,
 ) -> Result<(SiteRun, u64, bool), SiteError> {
     let run_out = out_dir.join("runs").join(&run.id);
-    let timeline_src = timeline_source(run.dir);
+    let timeline_src = llmprof_store::timeline_path(run.dir);
     let key = data_key(&run.text, timeline_src.as_deref());
     let current = old.runs.get(&run.id) == Some(&key) && run_out.join(BUNDLE_JS).is_file();
     if !current {
@@ -304,7 +277,7 @@ fn copy_data(
         data_script("bundle", &run.id, &run.text).as_bytes(),
     )?;
     let timeline = timeline_src.and_then(|src| {
-        read_timeline(src)
+        llmprof_store::read_timeline_text(src)
             .map_err(|e| skipped.push(format!("{e} (the run is shown without its timeline)")))
             .ok()
     });
@@ -396,35 +369,6 @@ fn copy_raw(dir: &Path, run_out: &Path) -> Result<(), SiteError> {
         fs::copy(dir.join(&rel), &dest).map_err(err(&dest))?;
     }
     Ok(())
-}
-
-/// Run directories (those holding a `bundle.json`) directly under `runs_dir`, sorted; hidden
-/// (in-progress) directories are skipped.
-fn find_runs(runs_dir: &Path) -> Result<Vec<PathBuf>, SiteError> {
-    let rd = fs::read_dir(runs_dir).map_err(|e| SiteError::Runs {
-        path: runs_dir.to_path_buf(),
-        message: format!("cannot read ({e}); run `llmprof ingest` first or pass --runs DIR"),
-    })?;
-    let mut dirs: Vec<PathBuf> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_dir()
-                && p.join(BUNDLE_FILE).is_file()
-                && !p
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-        })
-        .collect();
-    dirs.sort();
-    if dirs.is_empty() {
-        return Err(SiteError::Runs {
-            path: runs_dir.to_path_buf(),
-            message: "holds no run directories (no */bundle.json); run `llmprof ingest` first"
-                .into(),
-        });
-    }
-    Ok(dirs)
 }
 
 /// The output directory name of a run: its id when that is a plain name, else the input

@@ -1,4 +1,5 @@
-//! UTC calendar formatting of Unix-epoch nanoseconds, without a date-time dependency.
+//! UTC calendar formatting of Unix-epoch nanoseconds, without a date-time dependency: the
+//! RFC 3339 text of [`crate::Bundle::captured_at`] and the compact stamp that starts a run id.
 
 /// `2026-11-21T23:56:36Z` for `epoch_ns`.
 pub fn rfc3339_utc(epoch_ns: i64) -> String {

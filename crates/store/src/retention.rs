@@ -1,5 +1,6 @@
 //! Keeping the runs directory in bounds: a capture's big raw files are gzip-compressed, and
-//! only the newest runs of a target keep their raw files uncompressed.
+//! only the newest runs of a target keep their raw files uncompressed (their manifests still
+//! list the original files' sha256).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -7,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
+
+use crate::RAW_DIR;
 
 /// Runs per target whose raw files stay as captured.
 pub const KEEP_UNCOMPRESSED: usize = 5;
@@ -65,38 +68,21 @@ fn gzip(path: &Path) -> std::io::Result<()> {
 }
 
 /// Compresses all raw files of the runs of `target` in `runs_dir` but the newest
-/// [`KEEP_UNCOMPRESSED`] (run ids start with their capture time, so names sort by age).
+/// [`KEEP_UNCOMPRESSED`] (run ids start with their capture time, so names sort by age); returns
+/// the files compressed. A runs directory that cannot be read has nothing to compress.
 pub fn apply(runs_dir: &Path, target: &str) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(runs_dir) else {
-        return Vec::new();
-    };
-    let mut runs: Vec<PathBuf> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("raw").is_dir() && is_capture_of(p, target))
+    let runs: Vec<PathBuf> = crate::list_runs(runs_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| {
+            r.join(RAW_DIR).is_dir() && crate::read::capture_target(r).is_some_and(|t| t == target)
+        })
         .collect();
-    runs.sort();
     let old = runs.len().saturating_sub(KEEP_UNCOMPRESSED);
     runs.into_iter()
         .take(old)
-        .flat_map(|r| compress_raw(&r.join("raw"), 0))
+        .flat_map(|r| compress_raw(&r.join(RAW_DIR), 0))
         .collect()
-}
-
-fn is_capture_of(run: &Path, target: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        capture: Option<Target>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Target {
-        target: String,
-    }
-    std::fs::read_to_string(run.join("bundle.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Probe>(&t).ok())
-        .and_then(|p| p.capture)
-        .is_some_and(|c| c.target == target)
 }
 
 #[cfg(test)]

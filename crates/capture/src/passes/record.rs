@@ -1,0 +1,378 @@
+//! The capture record: what it says before any pass runs ([`capture_record`]) and what the
+//! passes' artifacts add after the last one ([`finish`]): which traces there are, the
+//! environment and tool versions, the baseline, overhead and energy, the run metadata ingest
+//! reads, what is missing, and the sha256 manifest.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries, Overhead, PassRecord};
+use llmprof_store::retention;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::{CaptureOutput, Session, State};
+use crate::{timings, CaptureError, Mode, Plan, Target};
+
+/// What the capture records before any pass runs: the target (overrides applied) or the
+/// command, the mode, and how nsys will trace CUDA graphs.
+pub(super) fn capture_record(plan: &Plan, name: &str) -> Capture {
+    let target = plan.target.as_ref();
+    Capture {
+        target: name.to_string(),
+        target_config: match (target, &plan.command) {
+            (Some(t), _) => serde_json::to_value(t).unwrap_or_default(),
+            (None, Some(c)) => json!({"command": c.command, "stages": c.stages}),
+            (None, None) => serde_json::Value::Null,
+        },
+        mode: plan.opts.mode.as_str().into(),
+        command: plan.command.as_ref().map(|c| c.command.clone()),
+        overrides: plan.opts.overrides.iter().map(|o| o.text.clone()).collect(),
+        cuda_graph_trace: plan
+            .passes
+            .iter()
+            .any(|p| crate::pass_kind(p) == "nsys")
+            .then(|| plan.opts.cuda_graph_trace.as_str().to_string()),
+        stage_names: plan
+            .command
+            .as_ref()
+            .map(|c| c.stages.clone())
+            .unwrap_or_default(),
+        ..Capture::default()
+    }
+}
+
+/// The capture's output once every pass ran: the record completed, big raw files compressed,
+/// the manifest written. An error only when no pass succeeded (and none was interrupted).
+pub(super) fn finish(
+    s: &Session<'_>,
+    mut st: State,
+    mut nvml: Option<NvmlSeries>,
+    model_config: Option<PathBuf>,
+) -> Result<CaptureOutput, CaptureError> {
+    let (kineto, ncu_csv) = traces(s, &mut st);
+    let capture = &mut st.capture;
+    environment(s, capture);
+    let metadata = match s.plan.target.as_ref() {
+        Some(t) => Some(target_results(
+            s,
+            t,
+            capture,
+            nvml.as_mut(),
+            st.nsys_sqlite.is_some(),
+        )?),
+        None => {
+            command_results(capture, nvml.as_mut(), &st.windows, kineto.is_some());
+            None
+        }
+    };
+    if nvml.is_none() {
+        capture.energy_note = Some("no energy: no NVML samples".into());
+    }
+    note_failed_passes(capture);
+    // Size cap: big raw files (the PyTorch profiler's JSON trace) are kept gzipped.
+    let compressed = retention::compress_raw(&s.raw, retention::COMPRESS_NOW_BYTES);
+    let kineto = kineto.map(|k| {
+        if compressed.contains(&k) {
+            let mut gz = k.into_os_string();
+            gz.push(".gz");
+            PathBuf::from(gz)
+        } else {
+            k
+        }
+    });
+    capture.manifest = manifest(&s.work_dir, &s.raw);
+    if capture.passes.iter().all(|p| !p.ok) && !capture.interrupted {
+        return Err(CaptureError::NothingCaptured(format!(
+            "Artifacts and logs are kept in `{}`.",
+            s.work_dir.display()
+        )));
+    }
+    Ok(CaptureOutput {
+        work_dir: s.work_dir.clone(),
+        raw_dir: s.raw.clone(),
+        kineto,
+        nsys_sqlite: st.nsys_sqlite,
+        ncu_csv,
+        metadata,
+        model_config,
+        capture: st.capture,
+        nvml,
+    })
+}
+
+/// The PyTorch-profiler trace and the ncu CSV the passes left, with a `missing` line for a
+/// `--cmd` kineto pass that wrote no trace and for an ncu pass that profiled nothing.
+fn traces(s: &Session<'_>, st: &mut State) -> (Option<PathBuf>, Option<PathBuf>) {
+    let raw = &s.raw;
+    let capture = &mut st.capture;
+    let kineto = ["kineto/kineto_trace.json", "kineto/kineto_trace.json.gz"]
+        .iter()
+        .map(|p| raw.join(p))
+        .find(|p| p.is_file());
+    let kineto_ran_ok = capture.passes.iter().any(|p| p.name == "kineto" && p.ok);
+    if s.plan.command.is_some() && kineto_ran_ok && kineto.is_none() {
+        capture.missing.push(
+            "PyTorch-profiler operators: the workload wrote no trace at $LLMPROF_KINETO_OUT \
+             (raw/kineto/kineto_trace.json). A --cmd workload gets a kineto pass only with its \
+             cooperation: when LLMPROF_KINETO_OUT is set, profile one iteration with \
+             torch.profiler and call prof.export_chrome_trace(os.environ[\"LLMPROF_KINETO_OUT\"])"
+                .into(),
+        );
+    }
+    // ncu prints its table only when it profiled something.
+    let ncu_csv = Some(raw.join("ncu/ncu_decode_raw.csv")).filter(|p| {
+        std::fs::read_to_string(p)
+            .map(|t| t.lines().any(|l| l.starts_with("\"ID\"")))
+            .unwrap_or(false)
+    });
+    if s.plan.passes.contains(&"ncu") && ncu_csv.is_none() && !st.not_run.contains(&"ncu") {
+        capture.missing.push(
+            "Nsight Compute profiled no kernel (no table in raw/ncu/ncu_decode_raw.csv; see \
+             raw/ncu/stderr.log)"
+                .into(),
+        );
+    }
+    (kineto, ncu_csv)
+}
+
+/// The GPU and driver as NVML sees them, llmprof's version, the versions the driver reported,
+/// and the profilers' versions.
+fn environment(s: &Session<'_>, capture: &mut Capture) {
+    let plan = s.plan;
+    capture.snapshot = crate::nvml::snapshot(plan.opts.device).unwrap_or_default();
+    capture.snapshot.llmprof = env!("CARGO_PKG_VERSION").into();
+    timings::versions_into(&s.raw, &mut capture.snapshot);
+    if let Some(n) = &plan.nsys {
+        if let Some(v) = crate::tools::version(n, &["--version"]) {
+            capture.snapshot.tools.push(("nsys".into(), v));
+        }
+    }
+    if let (Some(n), Mode::Deep) = (&plan.ncu, plan.opts.mode) {
+        if let Some(v) = crate::tools::version(n, &["--version"]) {
+            capture.snapshot.tools.push(("ncu".into(), v));
+        }
+    }
+}
+
+/// A target's baseline, overhead, compile records and energy from the driver's timings, and
+/// the run metadata for ingest (`raw/metadata.json`); returns that file.
+fn target_results(
+    s: &Session<'_>,
+    t: &Target,
+    capture: &mut Capture,
+    nvml: Option<&mut NvmlSeries>,
+    nsys_exported: bool,
+) -> Result<PathBuf, CaptureError> {
+    let raw = &s.raw;
+    let timing = timings::read_all(raw);
+    capture.compile = timings::compile_records(raw, &s.plan.passes);
+    capture.baseline = timing.baseline.clone();
+    capture.overhead = timing.overhead();
+    let image_tokens = timings::image_tokens(raw);
+    if let Some(series) = nvml {
+        energy_into(
+            capture,
+            series,
+            &timings::baseline_windows(raw),
+            |stage| match stage {
+                "prefill" => Some((t.inputs.prompt_tokens + image_tokens) * t.inputs.batch_size),
+                "decode" => Some(t.inputs.max_new_tokens * t.inputs.batch_size),
+                _ => None,
+            },
+        );
+    }
+    // Decode instances in the trace ingest times from: every measured one in the nsys export,
+    // one in the kineto trace.
+    let decode_instances = if nsys_exported { s.repeats } else { 1 };
+    write_metadata(s, t, image_tokens, decode_instances)
+}
+
+/// `raw/metadata.json`: token counts, counted FLOPs and measured ceilings, for ingest.
+fn write_metadata(
+    s: &Session<'_>,
+    t: &Target,
+    image_tokens: u64,
+    decode_instances: u64,
+) -> Result<PathBuf, CaptureError> {
+    let cal = timings::calibration(&s.raw);
+    let metadata = s.raw.join("metadata.json");
+    let meta = json!({
+        "batch_size": t.inputs.batch_size,
+        "prompt_tokens": t.inputs.prompt_tokens,
+        "image_tokens": image_tokens,
+        "decode_steps": vec![t.inputs.max_new_tokens; decode_instances as usize],
+        "prefill_logits": 1,
+        "counted_flops": timings::counted_flops(&s.raw),
+        "counted_flops_source": "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)",
+        "measured_tflops": cal.0,
+        "measured_gbps": cal.1,
+    });
+    std::fs::write(
+        &metadata,
+        serde_json::to_string_pretty(&meta).unwrap_or_default(),
+    )
+    .map_err(|e| s.write_err(&metadata, e))?;
+    Ok(metadata)
+}
+
+/// A `--cmd` workload's overhead (whole-command wall times) and energy over the baseline runs
+/// that succeeded.
+fn command_results(
+    capture: &mut Capture,
+    nvml: Option<&mut NvmlSeries>,
+    windows: &[llmprof_bundle::Window],
+    kineto_traced: bool,
+) {
+    capture.overhead = command_overhead(&capture.passes, kineto_traced);
+    let Some(series) = nvml else {
+        return;
+    };
+    // The windows of the baseline runs that succeeded (labels are unique).
+    let ok: Vec<&str> = capture
+        .passes
+        .iter()
+        .filter(|p| p.ok && p.name.starts_with("baseline"))
+        .map(|p| p.name.as_str())
+        .collect();
+    let runs: Vec<(i64, i64)> = windows
+        .iter()
+        .filter(|w| ok.contains(&w.name.as_str()))
+        .map(|w| (w.start_ns, w.end_ns))
+        .collect();
+    energy_into(capture, series, &[("command", runs)], |_| None);
+}
+
+/// One `missing` line per failed pass, pointing at its output.
+fn note_failed_passes(capture: &mut Capture) {
+    for p in &capture.passes {
+        if !p.ok {
+            let dir = p.name.split(' ').next().unwrap_or(&p.name);
+            capture.missing.push(format!(
+                "the {} pass failed ({}); its output so far is kept under raw/{dir}/",
+                p.name,
+                p.note.clone().unwrap_or_default(),
+            ));
+        }
+    }
+}
+
+/// Energy per stage into the capture record; the stage windows are also added to the series
+/// (as `baseline/<stage>`) for charts.
+fn energy_into(
+    capture: &mut Capture,
+    series: &mut NvmlSeries,
+    windows: &[(&str, Vec<(i64, i64)>)],
+    tokens: impl Fn(&str) -> Option<u64>,
+) {
+    for (stage, w) in windows {
+        if let Some(e) = crate::energy::stage_energy(series, stage, w, tokens(stage)) {
+            capture.energy.push(e);
+        }
+    }
+    capture.energy_note = Some(if capture.energy.is_empty() {
+        "no energy: the NVML samples cover no stage window of the baseline pass (none recorded, \
+         or the pass failed)"
+            .into()
+    } else {
+        let mut note = crate::energy::note(series);
+        let checks: Vec<String> = capture
+            .energy
+            .iter()
+            .filter_map(|e| {
+                let c = e.counter_energy_j?;
+                (e.energy_j > 0.0).then(|| {
+                    format!(
+                        "{} {:+.0}% ({} sample{} in {:.0} ms windows)",
+                        e.stage,
+                        (c - e.energy_j) / e.energy_j * 100.0,
+                        e.samples,
+                        if e.samples == 1 { "" } else { "s" },
+                        e.wall_ns / 1e6
+                    )
+                })
+            })
+            .collect();
+        if !checks.is_empty() {
+            note.push_str(&format!(
+                " NVML's total-energy counter over the same windows differs by {}: a window only \
+                 a few samples long is uncertain.",
+                checks.join(", ")
+            ));
+        }
+        note
+    });
+}
+
+/// `--cmd`: each profiled pass's wall time against the median of the baseline runs (the whole
+/// command, start-up included: the host cannot see the workload's stages).
+/// The kineto pass counts only when the workload wrote a trace (else it ran unprofiled).
+fn command_overhead(passes: &[PassRecord], kineto_traced: bool) -> Vec<Overhead> {
+    let mut base: Vec<u64> = passes
+        .iter()
+        .filter(|p| p.ok && p.name.starts_with("baseline"))
+        .map(|p| p.wall_ns)
+        .collect();
+    let b = llmprof_bundle::Distribution::from_samples(&mut base);
+    if b.count == 0 || b.median_ns <= 0.0 {
+        return Vec::new();
+    }
+    passes
+        .iter()
+        .filter(|p| {
+            p.ok && (crate::pass_kind(&p.name) == "nsys" || p.name == "kineto" && kineto_traced)
+        })
+        .map(|p| Overhead {
+            pass: p.name.clone(),
+            stage: "command".into(),
+            baseline_median_ns: b.median_ns,
+            profiled_median_ns: p.wall_ns as f64,
+            overhead_pct: (p.wall_ns as f64 - b.median_ns) / b.median_ns * 100.0,
+            pairs: 1,
+            pair_range_pct: None,
+        })
+        .collect()
+}
+
+/// Every file under `raw/` with its size and sha256.
+fn manifest(work_dir: &Path, raw: &Path) -> Vec<ManifestEntry> {
+    let mut files = Vec::new();
+    let mut stack = vec![raw.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| {
+            let mut f = std::fs::File::open(&p).ok()?;
+            let mut h = Sha256::new();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut bytes = 0u64;
+            loop {
+                let n = f.read(&mut buf).ok()?;
+                if n == 0 {
+                    break;
+                }
+                bytes += n as u64;
+                h.update(&buf[..n]);
+            }
+            let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            Some(ManifestEntry {
+                path: p.strip_prefix(work_dir).unwrap_or(&p).display().to_string(),
+                bytes,
+                sha256: digest,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,220 @@
+//! From a finished capture to a run in the runs directory. [`assemble`] ingests the
+//! artifacts (or makes a record-only bundle when no trace was captured) and attaches the
+//! capture record and the NVML samples; the caller adds the analysis; [`save`] writes the run
+//! through `llmprof-store`, moves the raw artifacts into it and applies retention to the
+//! target's older runs. The capture itself never builds a bundle: ingest does.
+
+use std::path::{Path, PathBuf};
+
+use llmprof_bundle::{Bundle, Capture};
+use llmprof_ingest::{IngestRequest, Ingested};
+use llmprof_store::{retention, StoreError, RAW_DIR};
+
+use crate::{is_disk_full, CaptureError, CaptureOutput, Plan};
+
+/// Profiler overhead above which the summary suggests a lighter mode.
+const OVERHEAD_WARN_PCT: f64 = 25.0;
+
+/// The run of a capture, not yet written: its artifacts ingested, `capture` and `nvml` set.
+/// A capture with no trace to ingest (or an interrupted one whose partial traces do not
+/// ingest) gets a bundle holding the record and NVML only, and says so in `capture.missing`.
+pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, CaptureError> {
+    let label = plan.label();
+    let request = IngestRequest {
+        nsys: output.nsys_sqlite.clone(),
+        kineto: output.kineto.clone(),
+        ncu: output.ncu_csv.clone().into_iter().collect(),
+        model_config: output.model_config.clone(),
+        metadata: output.metadata.clone(),
+        label: Some(label.clone()),
+        ..IngestRequest::default()
+    };
+    let mut capture = output.capture.clone();
+    let mut run = if request.nsys.is_none() && request.kineto.is_none() {
+        capture.missing.push(
+            "stages, kernels and the timeline: no profiler trace was captured (no Nsight Systems \
+             export, no PyTorch-profiler trace); this run holds the capture record and NVML only"
+                .into(),
+        );
+        record_only(&label)
+    } else {
+        match llmprof_ingest::ingest(&request, &mut |_| {}) {
+            Ok(i) => i,
+            Err(e) if capture.interrupted => {
+                capture
+                    .missing
+                    .push(format!("the partial traces could not be ingested: {e}"));
+                record_only(&label)
+            }
+            Err(source) => {
+                return Err(CaptureError::Ingest {
+                    keep: output.work_dir.clone(),
+                    source,
+                })
+            }
+        }
+    };
+    note_missing_stages(&mut capture, &run.bundle);
+    run.bundle.capture = Some(capture);
+    run.bundle.nvml = output.nvml.clone();
+    Ok(run)
+}
+
+/// A bundle with no trace data, for the capture record and the NVML samples alone.
+fn record_only(label: &str) -> Ingested {
+    let mut b = Bundle::new("");
+    b.label = Some(label.to_string());
+    b.llmprof_version = env!("CARGO_PKG_VERSION").into();
+    b.run_id = llmprof_store::run_id(&b);
+    Ingested {
+        bundle: b,
+        timeline: None,
+    }
+}
+
+/// A `--stages` name the workload never opened a range for is missing (when it opened any).
+fn note_missing_stages(capture: &mut Capture, bundle: &Bundle) {
+    for s in &capture.stage_names {
+        if !bundle.stages.iter().any(|b| &b.name == s) && !bundle.stages.is_empty() {
+            capture.missing.push(format!(
+                "--stages names `{s}`, but the workload opened no NVTX range of that name"
+            ));
+        }
+    }
+}
+
+/// What the terminal is told of a capture record: a `warning:` line per pass that slowed a
+/// stage by more than 25%, an `energy:` line per stage, a `missing:` line per gap.
+pub fn summary_lines(capture: &Capture) -> Vec<String> {
+    let mut lines = Vec::new();
+    for o in &capture.overhead {
+        if o.overhead_pct > OVERHEAD_WARN_PCT {
+            let advice = if o.pass == "kineto" {
+                "operator host times from the PyTorch profiler are inflated; stage timings come \
+                 from the Nsight Systems pass when there is one"
+            } else {
+                "stage timings from it are inflated; --mode light avoids the Nsight Systems pass"
+            };
+            lines.push(format!(
+                "warning: the {} pass slowed {} by {:.0}% against the unprofiled baseline: {advice}",
+                o.pass, o.stage, o.overhead_pct
+            ));
+        }
+    }
+    for e in &capture.energy {
+        lines.push(format!(
+            "energy: {} {:.3} J per instance ({:.0} W mean){}",
+            e.stage,
+            e.energy_j,
+            e.mean_power_w,
+            e.j_per_token
+                .map_or(String::new(), |j| format!(", {:.3} mJ/token", j * 1e3))
+        ));
+    }
+    lines.extend(capture.missing.iter().map(|m| format!("missing: {m}")));
+    lines
+}
+
+/// A capture's run in the runs directory.
+#[derive(Debug)]
+pub struct Saved {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Raw files of the target's older runs compressed now (see [`retention`]).
+    pub compressed: Vec<PathBuf>,
+}
+
+/// Writes `run` into the plan's runs directory, moves the raw artifacts into it, removes the
+/// capture's working directory, and compresses the raw files of the target's older runs but
+/// the newest [`retention::KEEP_UNCOMPRESSED`]. A full disk is the one-line message naming
+/// where the artifacts are kept.
+pub fn save(plan: &Plan, output: CaptureOutput, run: Ingested) -> Result<Saved, CaptureError> {
+    let runs_dir = &plan.opts.out;
+    let keep = &output.work_dir;
+    let dir = llmprof_store::write_run(runs_dir, run.bundle, run.timeline)
+        .map_err(|e| store_error(e, runs_dir, keep))?;
+    // The raw artifacts move into the run directory.
+    std::fs::rename(&output.raw_dir, dir.join(RAW_DIR)).map_err(|source| {
+        if is_disk_full(&source) {
+            CaptureError::DiskFull {
+                path: dir.clone(),
+                keep: Some(keep.clone()),
+            }
+        } else {
+            CaptureError::MoveRaw {
+                dir: dir.clone(),
+                source,
+            }
+        }
+    })?;
+    let _ = std::fs::remove_dir_all(keep);
+    // Older runs of the target keep only compressed raw files (their manifests still list the
+    // original files' sha256).
+    let compressed = retention::apply(runs_dir, plan.name());
+    Ok(Saved { dir, compressed })
+}
+
+/// A store error as the capture reports it: a full disk becomes the one-line message naming
+/// the runs directory and where the artifacts are kept.
+fn store_error(e: StoreError, runs_dir: &Path, keep: &Path) -> CaptureError {
+    if e.io_error().is_some_and(is_disk_full) {
+        CaptureError::DiskFull {
+            path: runs_dir.to_path_buf(),
+            keep: Some(keep.to_path_buf()),
+        }
+    } else {
+        CaptureError::Store(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_full_disk_in_the_run_write_is_one_line_naming_the_path() {
+        // /dev/full answers every write with ENOSPC.
+        let Ok(mut f) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+            return;
+        };
+        let io = f.write_all(b"x").and_then(|_| f.flush()).unwrap_err();
+        assert!(is_disk_full(&io));
+        let e = StoreError::Write {
+            path: "/tmp/x/bundle.json".into(),
+            source: io,
+        };
+        let msg = store_error(e, Path::new("/tmp"), Path::new("/tmp/.capture-x")).to_string();
+        assert!(
+            msg.starts_with("disk full writing `/tmp` (")
+                && msg.contains("MiB free")
+                && msg.contains("kept in `/tmp/.capture-x`")
+                && !msg.contains('\n'),
+            "{msg}"
+        );
+        let other = StoreError::NoRuns {
+            path: "/tmp/r".into(),
+        };
+        let msg = store_error(other, Path::new("/tmp"), Path::new("")).to_string();
+        assert!(msg.starts_with("runs directory `/tmp/r`"), "{msg}");
+    }
+
+    #[test]
+    fn the_summary_warns_of_overhead_and_lists_energy_and_gaps() {
+        let mut c = Capture::default();
+        c.overhead.push(llmprof_bundle::Overhead {
+            pass: "nsys".into(),
+            stage: "decode".into(),
+            baseline_median_ns: 1.0,
+            profiled_median_ns: 2.0,
+            overhead_pct: 100.0,
+            pairs: 1,
+            pair_range_pct: None,
+        });
+        c.missing.push("ncu".into());
+        let lines = summary_lines(&c);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("warning: the nsys pass slowed decode by 100%"));
+        assert_eq!(lines[1], "missing: ncu");
+    }
+}

@@ -12,7 +12,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::{CaptureOutput, Session, State};
-use crate::{timings, CaptureError, Mode, Plan, Target};
+use crate::{nsys_export, timings, CaptureError, Mode, Plan, Target};
 
 /// What the capture records before any pass runs: the target (overrides applied) or the
 /// command, the mode, and how nsys will trace CUDA graphs.
@@ -320,7 +320,9 @@ fn command_overhead(passes: &[PassRecord], kineto_traced: bool) -> Vec<Overhead>
     passes
         .iter()
         .filter(|p| {
-            p.ok && (crate::pass_kind(&p.name) == "nsys" || p.name == "kineto" && kineto_traced)
+            // `nsys-export` converts the report afterwards; it ran no workload.
+            let nsys = crate::pass_kind(&p.name) == "nsys" && p.name != nsys_export::PASS_NAME;
+            p.ok && (nsys || p.name == "kineto" && kineto_traced)
         })
         .map(|p| Overhead {
             pass: p.name.clone(),
@@ -375,4 +377,33 @@ fn manifest(work_dir: &Path, raw: &Path) -> Vec<ManifestEntry> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass(name: &str, wall_ns: u64) -> PassRecord {
+        PassRecord {
+            name: name.into(),
+            command: Vec::new(),
+            exit_code: Some(0),
+            wall_ns,
+            ok: true,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn the_nsys_export_is_not_a_profiled_pass() {
+        let passes = [
+            pass("baseline", 100),
+            pass("nsys", 130),
+            pass(nsys_export::PASS_NAME, 5),
+        ];
+        let rows = command_overhead(&passes, false);
+        let names: Vec<&str> = rows.iter().map(|o| o.pass.as_str()).collect();
+        assert_eq!(names, ["nsys"]);
+        assert!((rows[0].overhead_pct - 30.0).abs() < 1e-9);
+    }
 }

@@ -112,29 +112,37 @@ fn overhead_text(c: &Capture) -> String {
     }
 }
 
-/// Each profiled pass's stage medians against the baseline's.
+/// Each profiled pass's stage medians against the baseline's, with the range over the
+/// interleaved pairs when `--overhead-repeats` made some.
 fn overhead(c: &Capture) -> TableView {
-    let mut t = TableView::new(vec![
+    let paired = c.overhead.iter().any(|o| o.pair_range_pct.is_some());
+    let mut columns = vec![
         Column::text("Pass"),
         Column::text("Stage"),
         Column::num("Baseline median (ms)"),
         Column::num("Profiled median (ms)"),
         Column::num("Overhead (%)"),
-        Column::num("Interleaved pairs (%)").optional(),
-    ])
-    .from_source("the driver's stage timings of each pass, against the unprofiled baseline");
+    ];
+    if paired {
+        columns.push(Column::num("Interleaved pairs (%)").optional());
+    }
+    let mut t = TableView::new(columns)
+        .from_source("the driver's stage timings of each pass, against the unprofiled baseline");
     for o in &c.overhead {
-        t.push(vec![
+        let mut row = vec![
             o.pass.clone(),
             o.stage.clone(),
             ms_f(o.baseline_median_ns),
             ms_f(o.profiled_median_ns),
             format!("{:+.1}", o.overhead_pct),
-            match o.pair_range_pct {
+        ];
+        if paired {
+            row.push(match o.pair_range_pct {
                 Some([lo, hi]) => format!("{} pairs: {lo:+.1} to {hi:+.1}", o.pairs),
                 None => String::new(),
-            },
-        ]);
+            });
+        }
+        t.push(row);
     }
     t
 }

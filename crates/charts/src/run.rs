@@ -144,9 +144,13 @@ pub fn stage_breakdown(bundle: &Bundle) -> Option<String> {
             p.rect(x0, y + 7, wx.max(x0 + 1), y + 19, WALL)?;
             p.bar_value(&ms_label(wall), wx, y + 13, 10, WALL)?;
             p.rect(x0, y + 21, bx.max(x0 + 1), y + 33, BUSY)?;
-            let busy_label = if stage.wall_ns > 0 {
-                let pct = stage.gpu_busy_ns as f64 / stage.wall_ns as f64 * 100.0;
-                format!("{} ({} of wall)", ms_label(busy), share_label(pct))
+            // The stage table's GPU busy share (over the stage's window).
+            let busy_label = if stage.gpu_busy_pct.is_finite() && stage.wall_ns > 0 {
+                format!(
+                    "{} ({} busy)",
+                    ms_label(busy),
+                    share_label(stage.gpu_busy_pct)
+                )
             } else {
                 ms_label(busy)
             };
@@ -292,15 +296,11 @@ pub fn top_kernels(bundle: &Bundle, n: usize) -> Option<String> {
             let t = ms(k.total_ns);
             let bx = axis.px(t, x0, x1);
             p.rect(x0, y + 18, bx.max(x0 + 1), y + 32, cat_rgb(k.category))?;
-            let share = if all_ns > 0 {
-                k.total_ns as f64 / all_ns as f64 * 100.0
-            } else {
-                0.0
-            };
+            // The bundle's share, as the kernel table shows it.
             let value = format!(
                 "{}  ·  {}  ·  {} call{}",
                 ms_label(t),
-                share_label(share),
+                share_label(k.time_pct),
                 thousands(k.calls),
                 if k.calls == 1 { "" } else { "s" }
             );

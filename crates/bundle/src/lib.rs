@@ -381,6 +381,13 @@ pub struct ModelInfo {
     pub config: serde_json::Value,
 }
 
+impl ModelInfo {
+    /// The config as indented JSON text, as a page shows it.
+    pub fn config_text(&self) -> String {
+        serde_json::to_string_pretty(&self.config).unwrap_or_default()
+    }
+}
+
 /// Whole-run GPU totals over every GPU op in the timing source, attributed or not.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {

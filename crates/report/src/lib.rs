@@ -9,7 +9,7 @@
 //!   and its tables; [`before_after`] pairs eager and optimized runs of one target;
 //! * [`fmt`] — every number format; [`palette`] — the category and run colours.
 //!
-//! It depends only on the bundle crate (and serde_json for the model config), so it compiles
+//! It depends only on the bundle crate, so it compiles
 //! for `wasm32-unknown-unknown` with the viewer.
 
 pub mod before_after;

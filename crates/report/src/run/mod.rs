@@ -105,10 +105,7 @@ impl RunReport {
             summary: a.map(|a| a.summary.clone()).unwrap_or_default(),
             capture: CaptureReport::of(b),
             inputs: overview::inputs(b),
-            model_config: b
-                .model
-                .as_ref()
-                .and_then(|m| serde_json::to_string_pretty(&m.config).ok()),
+            model_config: b.model.as_ref().map(llmprof_bundle::ModelInfo::config_text),
             command: b.environment.command.clone(),
             tools: overview::tools(b),
             diagnostics: overview::diagnostics(b),

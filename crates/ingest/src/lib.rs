@@ -22,8 +22,8 @@ mod workload;
 use std::path::{Path, PathBuf};
 
 use llmprof_bundle::{
-    Bundle, Device, Environment, InputFile, ModelInfo, Operator, Severity, Source, Timeline,
-    TimelineInfo, TIMELINE_FILE,
+    Bundle, Device, Environment, InputFile, ModelInfo, NcuKernel, Operator, Severity, Source,
+    Timeline, TimelineInfo, Workload, TIMELINE_FILE,
 };
 
 use crate::convert::TraceConverter;
@@ -94,42 +94,106 @@ pub fn ingest(
     if req.nsys.is_none() && req.kineto.is_none() && req.ncu.is_empty() {
         return Err(IngestError::NoInputs);
     }
-    let mut bundle = Bundle::new(String::new());
-    bundle.llmprof_version = env!("CARGO_PKG_VERSION").to_string();
-    bundle.label = req.label.clone();
-    let mut facts: Vec<SourceFacts> = Vec::new();
-    let mut conv = TraceConverter::new();
-    let mut timing_diags: Option<Diagnostics> = None;
-
+    let mut run = Assembly::new(req);
     if let Some(path) = &req.nsys {
+        run.read_nsys(path, progress)?;
+    }
+    if let Some(path) = &req.kineto {
+        run.read_kineto(path, progress)?;
+    }
+    if !req.ncu.is_empty() {
+        run.read_ncu(progress)?;
+    }
+    run.read_model_config_and_metadata()?;
+
+    progress(Step::Assembling);
+    let timeline = run.finish_timing();
+    run.attach_operators();
+    run.attach_ncu();
+    Ok(run.finish(timeline))
+}
+
+/// The timing source's converter and diagnostics, finished together in
+/// [`Assembly::finish_timing`].
+struct Timing {
+    conv: TraceConverter,
+    diags: Diagnostics,
+}
+
+/// What [`ingest`] has read so far: the bundle being filled, the facts each input revealed,
+/// and what the parsers left for assembly.
+struct Assembly<'r> {
+    req: &'r IngestRequest,
+    bundle: Bundle,
+    /// In reading order: nsys, kineto, ncu.
+    facts: Vec<SourceFacts>,
+    /// `None` until an input becomes the timing source.
+    timing: Option<Timing>,
+    /// The PyTorch profiler trace's operators, resolved against the stages once they exist.
+    kineto: Option<kineto::KinetoInput>,
+    /// Token counts the timing source's operator shapes give, before flags and metadata.
+    base_workload: Workload,
+    ncu: Option<ncu::NcuInput>,
+}
+
+impl<'r> Assembly<'r> {
+    fn new(req: &'r IngestRequest) -> Self {
+        let mut bundle = Bundle::new(String::new());
+        bundle.llmprof_version = env!("CARGO_PKG_VERSION").to_string();
+        bundle.label = req.label.clone();
+        Self {
+            req,
+            bundle,
+            facts: Vec::new(),
+            timing: None,
+            kineto: None,
+            base_workload: Workload::default(),
+            ncu: None,
+        }
+    }
+
+    /// Reads the Nsight Systems export, which becomes the timing source.
+    fn read_nsys(
+        &mut self,
+        path: &Path,
+        progress: &mut dyn FnMut(Step<'_>),
+    ) -> Result<(), IngestError> {
         progress(Step::Reading {
             source: Source::Nsys,
             path,
         });
+        let mut conv = TraceConverter::new();
         let mut diags = Diagnostics::new(Source::Nsys, path.display().to_string());
-        facts.push(nsys::read(path, &mut conv, &mut diags)?);
-        bundle.inputs.push(input_file(Source::Nsys, path));
-        bundle.timing_source = Some(Source::Nsys);
-        timing_diags = Some(diags);
+        self.facts.push(nsys::read(path, &mut conv, &mut diags)?);
+        self.bundle.inputs.push(input_file(Source::Nsys, path));
+        self.bundle.timing_source = Some(Source::Nsys);
+        self.timing = Some(Timing { conv, diags });
+        Ok(())
     }
-    let mut operators: Option<kineto::KinetoInput> = None;
-    let mut inferred = None;
-    if let Some(path) = &req.kineto {
+
+    /// Reads the PyTorch profiler trace: its operators always, and its stages, kernels and
+    /// timeline when no Nsight Systems export came first.
+    fn read_kineto(
+        &mut self,
+        path: &Path,
+        progress: &mut dyn FnMut(Step<'_>),
+    ) -> Result<(), IngestError> {
         progress(Step::Reading {
             source: Source::Kineto,
             path,
         });
         let mut diags = Diagnostics::new(Source::Kineto, path.display().to_string());
-        let is_timing = bundle.timing_source.is_none();
+        let is_timing = self.timing.is_none();
+        let mut conv = TraceConverter::new();
         let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags)?;
-        facts.push(k.facts.clone());
-        bundle.inputs.push(input_file(Source::Kineto, path));
+        self.facts.push(k.facts.clone());
+        self.bundle.inputs.push(input_file(Source::Kineto, path));
         if is_timing {
-            bundle.timing_source = Some(Source::Kineto);
+            self.bundle.timing_source = Some(Source::Kineto);
             // Shapes describe this trace's own pass only: use them when it is the timing
             // source (with --nsys the passes differ, e.g. in decode steps).
-            inferred = Some(k.inferred.clone());
-            timing_diags = Some(diags);
+            self.base_workload = workload::from_inferred(&k.inferred);
+            self.timing = Some(Timing { conv, diags });
         } else {
             diags.note(
                 "kineto.timing_from_nsys",
@@ -141,47 +205,57 @@ pub fn ingest(
                 },
                 String::new,
             );
-            bundle.diagnostics.extend(diags.finish());
+            self.bundle.diagnostics.extend(diags.finish());
         }
-        operators = Some(k);
+        self.kineto = Some(k);
+        Ok(())
     }
-    let ncu = if req.ncu.is_empty() {
-        None
-    } else {
-        for path in &req.ncu {
+
+    /// Reads the Nsight Compute CSVs (files or directories).
+    fn read_ncu(&mut self, progress: &mut dyn FnMut(Step<'_>)) -> Result<(), IngestError> {
+        for path in &self.req.ncu {
             progress(Step::Reading {
                 source: Source::Ncu,
                 path,
             });
         }
-        let n = ncu::read_ncu_paths(&req.ncu)?;
-        for path in &req.ncu {
-            bundle.inputs.push(input_file(Source::Ncu, path));
+        let n = ncu::read_ncu_paths(&self.req.ncu)?;
+        for path in &self.req.ncu {
+            self.bundle.inputs.push(input_file(Source::Ncu, path));
         }
-        Some(n)
-    };
-    if let Some(path) = &req.model_config {
-        bundle.model = Some(read_model_config(path)?);
-        bundle.inputs.push(input_file(Source::ModelConfig, path));
+        self.ncu = Some(n);
+        Ok(())
     }
-    let metadata = match &req.metadata {
-        Some(path) => {
-            let m = read_metadata(path)?;
-            bundle.inputs.push(input_file(Source::Metadata, path));
-            Some((path.display().to_string(), m))
-        }
-        None => None,
-    };
-    let base = inferred
-        .as_ref()
-        .map(workload::from_inferred)
-        .unwrap_or_default();
-    workload::assemble(&mut bundle, req, metadata.as_ref(), base);
 
-    progress(Step::Assembling);
-    let mut timeline = None;
-    if let Some(mut diags) = timing_diags {
+    /// Reads the model config and the workload's metadata, then fills the workload: flags
+    /// win over metadata, which wins over the inferred token counts.
+    fn read_model_config_and_metadata(&mut self) -> Result<(), IngestError> {
+        let req = self.req;
+        if let Some(path) = &req.model_config {
+            self.bundle.model = Some(read_model_config(path)?);
+            self.bundle
+                .inputs
+                .push(input_file(Source::ModelConfig, path));
+        }
+        let metadata = match &req.metadata {
+            Some(path) => {
+                let m = read_metadata(path)?;
+                self.bundle.inputs.push(input_file(Source::Metadata, path));
+                Some((path.display().to_string(), m))
+            }
+            None => None,
+        };
+        let base = std::mem::take(&mut self.base_workload);
+        workload::assemble(&mut self.bundle, req, metadata.as_ref(), base);
+        Ok(())
+    }
+
+    /// Finishes the timing source's converter into the bundle's stages, kernels, totals and
+    /// timeline info; its diagnostics go before those recorded so far. Returns the timeline.
+    fn finish_timing(&mut self) -> Option<Timeline> {
+        let Timing { conv, mut diags } = self.timing.take()?;
         let parts = conv.finish(&mut diags);
+        let bundle = &mut self.bundle;
         bundle.stages = parts.stages;
         bundle.kernels = parts.kernels;
         bundle.totals = parts.totals;
@@ -193,63 +267,89 @@ pub fn ingest(
         });
         let mut t = parts.timeline;
         // The timing source's facts come first: nsys is read before kineto.
-        t.t0_epoch_ns = facts
+        t.t0_epoch_ns = self
+            .facts
             .first()
             .and_then(|f| f.clock_zero_epoch_ns)
             .map(|zero| zero.saturating_add(t.t0_ns));
-        timeline = Some(t);
         let mut d = diags.finish();
         d.append(&mut bundle.diagnostics);
         bundle.diagnostics = d;
+        Some(t)
     }
-    if let Some(k) = operators {
+
+    /// Puts the trace's operators into the bundle, their stages mapped to bundle stage ids.
+    fn attach_operators(&mut self) {
+        let Some(k) = self.kineto.take() else {
+            return;
+        };
         let mut diags = Diagnostics::new(
             Source::Kineto,
-            req.kineto
+            self.req
+                .kineto
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
         );
-        bundle.operators =
-            resolve_operator_stages(k.operators, &k.stage_names, &bundle.stages, &mut diags);
-        bundle.diagnostics.extend(diags.finish());
+        self.bundle.operators =
+            resolve_operator_stages(k.operators, &k.stage_names, &self.bundle.stages, &mut diags);
+        self.bundle.diagnostics.extend(diags.finish());
     }
-    if let Some(mut n) = ncu {
+
+    /// Joins the ncu kernels to the bundle's kernels by name, reports those that match none
+    /// (when there is a timing source), and adds ncu's device facts and diagnostics.
+    fn attach_ncu(&mut self) {
+        let Some(mut n) = self.ncu.take() else {
+            return;
+        };
+        let bundle = &mut self.bundle;
         ncu::join_ncu(&mut bundle.kernels, &mut n.kernels);
         if bundle.timing_source.is_some() {
-            let unmatched = n.kernels.iter().filter(|k| k.kernel.is_none()).count() as u64;
-            let example = n
-                .kernels
-                .iter()
-                .find(|k| k.kernel.is_none())
-                .map(|k| k.name.clone())
-                .unwrap_or_default();
-            bundle.diagnostics.push(llmprof_bundle::Diagnostic {
-                source: Source::Ncu,
-                file: req
-                    .ncu
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                code: "ncu.unmatched_kernels".into(),
-                severity: Severity::Info,
-                message: "ncu kernels whose name matches no kernel of the timing source".into(),
-                count: unmatched,
-                example,
-            });
+            bundle
+                .diagnostics
+                .push(unmatched_ncu(&self.req.ncu, &n.kernels));
             bundle.diagnostics.retain(|d| d.count > 0);
         }
-        facts.push(SourceFacts {
+        self.facts.push(SourceFacts {
             device: n.device,
             ..SourceFacts::default()
         });
         bundle.ncu = n.kernels;
         bundle.diagnostics.extend(n.diagnostics);
     }
-    merge_facts(&mut bundle, facts);
-    bundle.run_id = run_store::run_id(&bundle);
-    Ok(Ingested { bundle, timeline })
+
+    /// Merges the device and environment facts and names the run.
+    fn finish(mut self, timeline: Option<Timeline>) -> Ingested {
+        merge_facts(&mut self.bundle, self.facts);
+        self.bundle.run_id = run_store::run_id(&self.bundle);
+        Ingested {
+            bundle: self.bundle,
+            timeline,
+        }
+    }
+}
+
+/// The diagnostic counting ncu kernels whose name matches no kernel of the timing source.
+fn unmatched_ncu(paths: &[PathBuf], kernels: &[NcuKernel]) -> llmprof_bundle::Diagnostic {
+    let unmatched = kernels.iter().filter(|k| k.kernel.is_none()).count() as u64;
+    let example = kernels
+        .iter()
+        .find(|k| k.kernel.is_none())
+        .map(|k| k.name.clone())
+        .unwrap_or_default();
+    llmprof_bundle::Diagnostic {
+        source: Source::Ncu,
+        file: paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        code: "ncu.unmatched_kernels".into(),
+        severity: Severity::Info,
+        message: "ncu kernels whose name matches no kernel of the timing source".into(),
+        count: unmatched,
+        example,
+    }
 }
 
 /// Applies the token counts, metadata and peaks of `req` to an existing bundle (flags and

@@ -253,6 +253,124 @@ fn cast_end(bytes: &[u8], open: usize) -> Option<usize> {
     (is_int_type && number_follows).then_some(close + 1)
 }
 
+/// Substrings of a lowercased kernel name, per category, for [`category`]. One ordered list
+/// because the order is the logic: the first rule with a matching substring wins (random
+/// number generation before the `norm` of reductions, attention before gemm, gemm's split-K
+/// reduction before reductions), so a reader checks a kernel against it top to bottom.
+const CATEGORY_RULES: &[(Category, &[&str])] = &[
+    // Random number generation (`normal_distribution`) before the `norm` of reductions.
+    (
+        Category::Elementwise,
+        &["distribution_elementwise", "philox", "curand"],
+    ),
+    (
+        Category::Communication,
+        &[
+            "nccl",
+            "allreduce",
+            "all_reduce",
+            "allgather",
+            "all_gather",
+            "reducescatter",
+            "reduce_scatter",
+            "alltoall",
+            "all_to_all",
+            "cross_device",
+            "nvshmem",
+        ],
+    ),
+    (
+        Category::Attention,
+        &[
+            "flash",
+            "fmha",
+            "attention",
+            "attn",
+            "sdpa",
+            "mha_",
+            "_mha",
+            "paged",
+            "xformers",
+        ],
+    ),
+    (
+        Category::MoeRouting,
+        &[
+            "moe",
+            "expert",
+            "topk",
+            "top_k",
+            "router",
+            "routing",
+            "permute_row",
+        ],
+    ),
+    (
+        Category::Gemm,
+        &[
+            "gemm",
+            "gemv",
+            "nvjet",
+            "cutlass",
+            "cublas",
+            "xmma",
+            "wgmma",
+            "matmul",
+            "splitkreduce",
+            "_mma",
+            "s16816",
+            "s1688",
+        ],
+    ),
+    (
+        Category::ReductionNorm,
+        &[
+            "reduce",
+            "reduction",
+            "norm",
+            "softmax",
+            "rms",
+            "argmax",
+            "argmin",
+            "cub::",
+            "scan",
+            "welford",
+        ],
+    ),
+    (
+        Category::Elementwise,
+        &[
+            "elementwise",
+            "copy",
+            "cat_",
+            "catarray",
+            "fill",
+            "index",
+            "gather",
+            "scatter",
+            "arange",
+            "where",
+            "pow",
+            "rsqrt",
+            "silu",
+            "gelu",
+            "activation",
+            "rotary",
+            "rope",
+            "embedding",
+            "cast",
+            "transpose",
+            "triu",
+            "tril",
+            "masked",
+            "clamp",
+            "distribution",
+            "unary",
+            "binary",
+        ],
+    ),
+];
+
 /// The coarse category of a kernel, from its (demangled) name. Kernels torch.compile
 /// generates are classified by Inductor's prefix first (their names list every fused op, so a
 /// pointwise kernel around attention would otherwise read as attention); other rules are
@@ -262,121 +380,8 @@ pub fn category(name: &str) -> Category {
     if let Some(c) = inductor_category(name) {
         return c;
     }
-    const RULES: &[(Category, &[&str])] = &[
-        // Random number generation (`normal_distribution`) before the `norm` of reductions.
-        (
-            Category::Elementwise,
-            &["distribution_elementwise", "philox", "curand"],
-        ),
-        (
-            Category::Communication,
-            &[
-                "nccl",
-                "allreduce",
-                "all_reduce",
-                "allgather",
-                "all_gather",
-                "reducescatter",
-                "reduce_scatter",
-                "alltoall",
-                "all_to_all",
-                "cross_device",
-                "nvshmem",
-            ],
-        ),
-        (
-            Category::Attention,
-            &[
-                "flash",
-                "fmha",
-                "attention",
-                "attn",
-                "sdpa",
-                "mha_",
-                "_mha",
-                "paged",
-                "xformers",
-            ],
-        ),
-        (
-            Category::MoeRouting,
-            &[
-                "moe",
-                "expert",
-                "topk",
-                "top_k",
-                "router",
-                "routing",
-                "permute_row",
-            ],
-        ),
-        (
-            Category::Gemm,
-            &[
-                "gemm",
-                "gemv",
-                "nvjet",
-                "cutlass",
-                "cublas",
-                "xmma",
-                "wgmma",
-                "matmul",
-                "splitkreduce",
-                "_mma",
-                "s16816",
-                "s1688",
-            ],
-        ),
-        (
-            Category::ReductionNorm,
-            &[
-                "reduce",
-                "reduction",
-                "norm",
-                "softmax",
-                "rms",
-                "argmax",
-                "argmin",
-                "cub::",
-                "scan",
-                "welford",
-            ],
-        ),
-        (
-            Category::Elementwise,
-            &[
-                "elementwise",
-                "copy",
-                "cat_",
-                "catarray",
-                "fill",
-                "index",
-                "gather",
-                "scatter",
-                "arange",
-                "where",
-                "pow",
-                "rsqrt",
-                "silu",
-                "gelu",
-                "activation",
-                "rotary",
-                "rope",
-                "embedding",
-                "cast",
-                "transpose",
-                "triu",
-                "tril",
-                "masked",
-                "clamp",
-                "distribution",
-                "unary",
-                "binary",
-            ],
-        ),
-    ];
     let lower = name.to_ascii_lowercase();
-    for (cat, needles) in RULES {
+    for (cat, needles) in CATEGORY_RULES {
         if needles.iter().any(|n| lower.contains(n)) {
             return *cat;
         }

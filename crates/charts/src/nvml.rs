@@ -4,7 +4,7 @@
 use llmprof_bundle::{Bundle, NvmlSeries};
 use plotters::style::RGBColor;
 
-use crate::draw::{render, rgb, Align, Axis, Font, AXIS, GRID, MUTED};
+use crate::draw::{render, rgb, Align, Axis, DrawResult, Font, Painter, AXIS, GRID, MUTED};
 use crate::run::header;
 use crate::WIDTH;
 
@@ -19,111 +19,182 @@ const MAX_POINTS: usize = 600;
 /// without samples.
 pub fn nvml_timeline(bundle: &Bundle) -> Option<String> {
     let s = bundle.nvml.as_ref()?;
-    let n = s.t_ns.len();
-    if n < 2 {
-        return None;
-    }
-    let t0 = *s.t_ns.first()?;
-    let t1 = *s.t_ns.last()?;
-    if t1 <= t0 {
-        return None;
-    }
-    let secs = |t: i64| (t - t0) as f64 / 1e9;
-    let span = secs(t1);
-    let x1 = WIDTH as i32 - 20;
-    let x_of = |t: f64| LEFT + ((t / span).clamp(0.0, 1.0) * f64::from(x1 - LEFT)).round() as i32;
-    let series: [(&str, Vec<f64>, RGBColor, Option<f64>); 3] = [
-        (
-            "power (W)",
-            s.power_mw.iter().map(|&v| f64::from(v) / 1000.0).collect(),
-            rgb("#e15759"),
-            None,
-        ),
-        (
-            "SM clock (MHz)",
-            s.sm_clock_mhz.iter().map(|&v| f64::from(v)).collect(),
-            rgb("#4e79a7"),
-            None,
-        ),
-        (
-            "GPU utilization (%)",
-            s.gpu_util_pct.iter().map(|&v| f64::from(v)).collect(),
-            rgb("#59a14f"),
-            Some(100.0),
-        ),
-    ];
+    let time = TimeAxis::of(s)?;
+    let panels = panels(s);
     let bottom = FIRST + 3 * PANEL + 2 * GAP;
     let height = (bottom + 40) as u32;
+    let subtitle = subtitle(s, time.span);
+    render(WIDTH, height, |p| {
+        header(p, "GPU power, SM clock and utilization (NVML)", &subtitle)?;
+        pass_bands(p, s, &time, bottom)?;
+        for (k, panel) in panels.iter().enumerate() {
+            panel.draw(p, FIRST + k as i32 * (PANEL + GAP), &s.t_ns, &time)?;
+        }
+        time_labels(p, &time, bottom)
+    })
+}
+
+/// The shared time axis: seconds since the first sample, mapped onto the panels' width.
+struct TimeAxis {
+    t0: i64,
+    /// Seconds from the first sample to the last.
+    span: f64,
+    /// Right end of the plot, px.
+    x1: i32,
+}
+
+impl TimeAxis {
+    /// `None` with fewer than two samples or no time between the first and the last.
+    fn of(s: &NvmlSeries) -> Option<Self> {
+        if s.t_ns.len() < 2 {
+            return None;
+        }
+        let t0 = *s.t_ns.first()?;
+        let t1 = *s.t_ns.last()?;
+        if t1 <= t0 {
+            return None;
+        }
+        Some(TimeAxis {
+            t0,
+            span: (t1 - t0) as f64 / 1e9,
+            x1: WIDTH as i32 - 20,
+        })
+    }
+
+    /// Seconds since the first sample.
+    fn secs(&self, t: i64) -> f64 {
+        (t - self.t0) as f64 / 1e9
+    }
+
+    /// The x pixel of `t` seconds, clamped to the plot.
+    fn x_of(&self, t: f64) -> i32 {
+        LEFT + ((t / self.span).clamp(0.0, 1.0) * f64::from(self.x1 - LEFT)).round() as i32
+    }
+}
+
+/// One panel's series.
+struct Panel {
+    label: &'static str,
+    values: Vec<f64>,
+    color: RGBColor,
+    /// The axis maximum when fixed (utilization's 100%); else it covers the values.
+    fixed_max: Option<f64>,
+}
+
+/// Power (W), SM clock (MHz) and GPU utilization (%), top to bottom.
+fn panels(s: &NvmlSeries) -> [Panel; 3] {
+    [
+        Panel {
+            label: "power (W)",
+            values: s.power_mw.iter().map(|&v| f64::from(v) / 1000.0).collect(),
+            color: rgb("#e15759"),
+            fixed_max: None,
+        },
+        Panel {
+            label: "SM clock (MHz)",
+            values: s.sm_clock_mhz.iter().map(|&v| f64::from(v)).collect(),
+            color: rgb("#4e79a7"),
+            fixed_max: None,
+        },
+        Panel {
+            label: "GPU utilization (%)",
+            values: s.gpu_util_pct.iter().map(|&v| f64::from(v)).collect(),
+            color: rgb("#59a14f"),
+            fixed_max: Some(100.0),
+        },
+    ]
+}
+
+impl Panel {
+    /// Draws the panel whose top is at `top`: grid, axis labels, title and the line, its
+    /// samples averaged into at most [`MAX_POINTS`] buckets.
+    fn draw(&self, p: &Painter<'_>, top: i32, t_ns: &[i64], time: &TimeAxis) -> DrawResult {
+        let y_end = top + PANEL;
+        let max = self
+            .fixed_max
+            .unwrap_or_else(|| self.values.iter().cloned().fold(0.0, f64::max));
+        let axis = match self.fixed_max {
+            Some(m) => Axis::fixed(m, m / 4.0),
+            None => Axis::covering(max),
+        };
+        for v in axis.ticks() {
+            let y = y_end - axis.px(v, 0, PANEL);
+            p.line(&[(LEFT, y), (time.x1, y)], GRID, 1)?;
+            p.text(
+                &axis.label(v),
+                LEFT - 6,
+                y,
+                Font::new(10).color(MUTED).align(Align::Right),
+            )?;
+        }
+        p.line(&[(LEFT, y_end), (time.x1, y_end)], AXIS, 1)?;
+        p.text(
+            self.label,
+            LEFT + 4,
+            top + 8,
+            Font::new(11).color(self.color).bold(),
+        )?;
+        let step = self.values.len().div_ceil(MAX_POINTS).max(1);
+        let points: Vec<(i32, i32)> = self
+            .values
+            .chunks(step)
+            .zip(t_ns.chunks(step))
+            .map(|(vs, ts)| {
+                let v = vs.iter().sum::<f64>() / vs.len() as f64;
+                let t = ts.first().map_or(0.0, |&t| time.secs(t));
+                (time.x_of(t), y_end - axis.px(v, 0, PANEL))
+            })
+            .collect();
+        p.line(&points, self.color, 2)
+    }
+}
+
+/// Samples, interval and span, and how many samples had a throttle reason.
+fn subtitle(s: &NvmlSeries, span: f64) -> String {
     let throttled = s
         .throttle_reasons
         .iter()
         .filter(|&&r| r != 0 && r != 1)
         .count();
-    let subtitle = format!(
-        "{n} NVML samples every {} ms over {span:.1} s; shaded: capture passes{}",
+    format!(
+        "{} NVML samples every {} ms over {span:.1} s; shaded: capture passes{}",
+        s.t_ns.len(),
         s.interval_ms,
         if throttled > 0 {
             format!("; {throttled} samples with a throttle reason")
         } else {
             String::new()
         }
-    );
-    render(WIDTH, height, |p| {
-        header(p, "GPU power, SM clock and utilization (NVML)", &subtitle)?;
-        // Pass bands across all panels.
-        for (i, w) in windows(s).iter().enumerate() {
-            let (a, b) = (x_of(secs(w.1)), x_of(secs(w.2)));
-            let shade = if i % 2 == 0 {
-                rgb("#f2f2f2")
-            } else {
-                rgb("#e8eef5")
-            };
-            p.rect(a, FIRST, b.max(a + 1), bottom, shade)?;
-            p.text(&w.0, a + 3, FIRST - 8, Font::new(10).color(MUTED))?;
-        }
-        for (k, (label, values, color, fixed_max)) in series.iter().enumerate() {
-            let top = FIRST + k as i32 * (PANEL + GAP);
-            let y_end = top + PANEL;
-            let max = fixed_max.unwrap_or_else(|| values.iter().cloned().fold(0.0, f64::max));
-            let axis = match fixed_max {
-                Some(m) => Axis::fixed(*m, m / 4.0),
-                None => Axis::covering(max),
-            };
-            for v in axis.ticks() {
-                let y = y_end - axis.px(v, 0, PANEL);
-                p.line(&[(LEFT, y), (x1, y)], GRID, 1)?;
-                p.text(
-                    &axis.label(v),
-                    LEFT - 6,
-                    y,
-                    Font::new(10).color(MUTED).align(Align::Right),
-                )?;
-            }
-            p.line(&[(LEFT, y_end), (x1, y_end)], AXIS, 1)?;
-            p.text(label, LEFT + 4, top + 8, Font::new(11).color(*color).bold())?;
-            let step = values.len().div_ceil(MAX_POINTS).max(1);
-            let points: Vec<(i32, i32)> = values
-                .chunks(step)
-                .zip(s.t_ns.chunks(step))
-                .map(|(vs, ts)| {
-                    let v = vs.iter().sum::<f64>() / vs.len() as f64;
-                    let t = ts.first().map_or(0.0, |&t| secs(t));
-                    (x_of(t), y_end - axis.px(v, 0, PANEL))
-                })
-                .collect();
-            p.line(&points, *color, 2)?;
-        }
-        for i in 0..=4 {
-            let t = span * f64::from(i) / 4.0;
-            p.text(
-                &format!("{t:.1} s"),
-                x_of(t),
-                bottom + 12,
-                Font::new(10).color(MUTED).align(Align::Center),
-            )?;
-        }
-        Ok(())
-    })
+    )
+}
+
+/// The capture passes as alternating bands across all panels, each labelled with its name.
+fn pass_bands(p: &Painter<'_>, s: &NvmlSeries, time: &TimeAxis, bottom: i32) -> DrawResult {
+    for (i, w) in windows(s).iter().enumerate() {
+        let (a, b) = (time.x_of(time.secs(w.1)), time.x_of(time.secs(w.2)));
+        let shade = if i % 2 == 0 {
+            rgb("#f2f2f2")
+        } else {
+            rgb("#e8eef5")
+        };
+        p.rect(a, FIRST, b.max(a + 1), bottom, shade)?;
+        p.text(&w.0, a + 3, FIRST - 8, Font::new(10).color(MUTED))?;
+    }
+    Ok(())
+}
+
+/// Seconds under the bottom panel at the quarters of the span.
+fn time_labels(p: &Painter<'_>, time: &TimeAxis, bottom: i32) -> DrawResult {
+    for i in 0..=4 {
+        let t = time.span * f64::from(i) / 4.0;
+        p.text(
+            &format!("{t:.1} s"),
+            time.x_of(t),
+            bottom + 12,
+            Font::new(10).color(MUTED).align(Align::Center),
+        )?;
+    }
+    Ok(())
 }
 
 fn windows(s: &NvmlSeries) -> Vec<(String, i64, i64)> {

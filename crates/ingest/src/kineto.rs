@@ -891,11 +891,35 @@ impl<'c, 'd> Sink<'c, 'd> {
         *self.threads.entry(key).or_insert(next)
     }
 
+    /// Reads one trace event: complete events of the categories llmprof uses become CPU ops,
+    /// annotations, launches or GPU ops; the rest are skipped (counted where unexpected).
     fn event(&mut self, ev: RawEvent<'_>) {
         if ev.ph.as_deref() != Some("X") {
             return; // flows, metadata, instant events, counters
         }
         let cat = ev.cat.as_deref().unwrap_or("");
+        if !self.wanted(cat) {
+            return;
+        }
+        let name = ev.name.as_deref().unwrap_or("");
+        let Some((start, end)) = self.times(cat, name, ev.ts, ev.dur) else {
+            return;
+        };
+        self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
+        let args = ev.args;
+        match cat {
+            "cpu_op" => self.cpu_op(name, start, end, args, &ev.pid, &ev.tid),
+            "user_annotation" => self.annotation(name, start, end, &ev.pid, &ev.tid),
+            "cuda_runtime" | "cuda_driver" => {
+                self.runtime_call(name, start, end, &args, &ev.pid, &ev.tid)
+            }
+            _ => self.gpu_event(cat, name, start, end, &args, &ev.tid),
+        }
+    }
+
+    /// Whether events of category `cat` are read; a category neither read nor known to be of
+    /// no use is counted for a diagnostic.
+    fn wanted(&mut self, cat: &str) -> bool {
         let wanted = matches!(
             cat,
             "cpu_op"
@@ -906,8 +930,8 @@ impl<'c, 'd> Sink<'c, 'd> {
                 | "cuda_runtime"
                 | "cuda_driver"
         );
-        if !wanted {
-            if !matches!(
+        if !wanted
+            && !matches!(
                 cat,
                 "gpu_user_annotation"
                     | "python_function"
@@ -918,85 +942,114 @@ impl<'c, 'd> Sink<'c, 'd> {
                     | "cpu_instant_event"
                     | "fwdbwd"
                     | "ac2g"
-            ) {
-                *self.counts.unknown_cat.entry(cat.to_string()).or_default() += 1;
-            }
-            return;
+            )
+        {
+            *self.counts.unknown_cat.entry(cat.to_string()).or_default() += 1;
         }
-        let name = ev.name.as_deref().unwrap_or("");
-        let start = ev.ts.and_then(|t| micros_text_to_ns(t.get()));
-        let dur = ev.dur.and_then(|t| micros_text_to_ns(t.get()));
+        wanted
+    }
+
+    /// An event's start and end in ns from its `ts` and `dur` text; `None`, counted, when it
+    /// has no time, a negative duration or an end past the range of `i64`.
+    fn times(
+        &mut self,
+        cat: &str,
+        name: &str,
+        ts: Option<&RawValue>,
+        dur: Option<&RawValue>,
+    ) -> Option<(i64, i64)> {
+        let start = ts.and_then(|t| micros_text_to_ns(t.get()));
+        let dur = dur.and_then(|t| micros_text_to_ns(t.get()));
         let (Some(start), Some(dur)) = (start, dur) else {
             self.counts.skipped_no_time += 1;
             self.counts
                 .skipped_no_time_example
                 .get_or_insert_with(|| format!("{cat} `{name}`"));
-            return;
+            return None;
         };
         if dur < 0 {
             self.counts.negative_dur += 1;
             self.counts
                 .negative_dur_example
                 .get_or_insert_with(|| format!("{cat} `{name}` dur {dur} ns"));
-            return;
+            return None;
         }
         let Some(end) = start.checked_add(dur) else {
             self.counts.negative_dur += 1;
+            return None;
+        };
+        Some((start, end))
+    }
+
+    /// A `cpu_op` event: an operator call, and a shape probe when it carries `Input Dims`.
+    fn cpu_op(
+        &mut self,
+        name: &str,
+        start: i64,
+        end: i64,
+        mut args: RawArgs,
+        pid: &Id<'_>,
+        tid: &Id<'_>,
+    ) {
+        let thread = self.thread(pid, tid);
+        if let Some(dims) = args.input_dims.take() {
+            self.probes.push(ShapeProbe {
+                thread,
+                start,
+                embedding: name == "aten::embedding",
+                dims,
+            });
+        }
+        let name = self.strings.intern(name);
+        self.ops.push(CpuOp {
+            thread,
+            start,
+            end,
+            name,
+            external_id: args.external_id.i64(),
+        });
+    }
+
+    /// A `user_annotation` event (`record_function`): a range.
+    fn annotation(&mut self, name: &str, start: i64, end: i64, pid: &Id<'_>, tid: &Id<'_>) {
+        let thread = self.thread(pid, tid);
+        let name = self.strings.intern(name);
+        self.annotations.push(Annotation {
+            thread,
+            tid: tid.u64().unwrap_or(0),
+            start,
+            end,
+            name,
+        });
+    }
+
+    /// A CUDA runtime or driver call with a correlation id: it maps the id to the call's
+    /// External id and is a launch for the converter. Calls without one are ignored.
+    fn runtime_call(
+        &mut self,
+        name: &str,
+        start: i64,
+        end: i64,
+        args: &RawArgs,
+        pid: &Id<'_>,
+        tid: &Id<'_>,
+    ) {
+        let Some(correlation) = args.correlation.i64() else {
             return;
         };
-        self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
-        let mut args = ev.args;
-        match cat {
-            "cpu_op" => {
-                let thread = self.thread(&ev.pid, &ev.tid);
-                if let Some(dims) = args.input_dims.take() {
-                    self.probes.push(ShapeProbe {
-                        thread,
-                        start,
-                        embedding: name == "aten::embedding",
-                        dims,
-                    });
-                }
-                let name = self.strings.intern(name);
-                self.ops.push(CpuOp {
-                    thread,
-                    start,
-                    end,
-                    name,
-                    external_id: args.external_id.i64(),
-                });
-            }
-            "user_annotation" => {
-                let thread = self.thread(&ev.pid, &ev.tid);
-                let name = self.strings.intern(name);
-                self.annotations.push(Annotation {
-                    thread,
-                    tid: ev.tid.u64().unwrap_or(0),
-                    start,
-                    end,
-                    name,
-                });
-            }
-            "cuda_runtime" | "cuda_driver" => {
-                let Some(correlation) = args.correlation.i64() else {
-                    return;
-                };
-                if let Some(ext) = args.external_id.i64() {
-                    self.runtime_ext.insert(correlation, ext);
-                }
-                let thread = self.thread(&ev.pid, &ev.tid);
-                if let Some(conv) = self.conv.as_deref_mut() {
-                    conv.handle_launch(LaunchRecord {
-                        process: PROCESS,
-                        thread,
-                        start,
-                        end,
-                        correlation,
-                        graph: LaunchRecord::is_graph_launch(name),
-                    });
-                }
-            }
-            _ => self.gpu_event(cat, name, start, end, &args, &ev.tid),
+        if let Some(ext) = args.external_id.i64() {
+            self.runtime_ext.insert(correlation, ext);
+        }
+        let thread = self.thread(pid, tid);
+        if let Some(conv) = self.conv.as_deref_mut() {
+            conv.handle_launch(LaunchRecord {
+                process: PROCESS,
+                thread,
+                start,
+                end,
+                correlation,
+                graph: LaunchRecord::is_graph_launch(name),
+            });
         }
     }
 
@@ -1133,6 +1186,7 @@ fn report_counts(c: &Counts, diags: &mut Diagnostics) {
 // ---------------------------------------------------------------------------------------------
 // Operators
 
+/// An operator's row while its calls are added.
 #[derive(Debug, Default, Clone)]
 struct OpAgg {
     calls: u64,
@@ -1145,6 +1199,8 @@ struct OpAgg {
 }
 
 /// Aggregates `cpu_op` events per name; see the bundle docs for self vs inclusive columns.
+/// Returns the operators, heaviest on the device first, and the names their `by_stage` ids
+/// index.
 fn operators(
     strings: &[String],
     ops: &[CpuOp],
@@ -1152,7 +1208,206 @@ fn operators(
     gpu_ops: &[DeviceOp],
     runtime_ext: &HashMap<i64, i64>,
 ) -> (Vec<Operator>, Vec<String>) {
-    // Device time launched directly by each op.
+    let facts = CallFacts::new(ops, gpu_ops, runtime_ext);
+    // Innermost annotation enclosing each op's start, on the op's thread.
+    let stage_of = innermost_annotation(ops, annotations);
+    let mut stage_names: Vec<String> = Vec::new();
+    let mut stage_ids: HashMap<u32, u32> = HashMap::default();
+
+    let mut aggs: HashMap<u32, OpAgg> = HashMap::default();
+    for (i, op) in ops.iter().enumerate() {
+        let call = facts.call(i, op);
+        let a = aggs.entry(op.name).or_default();
+        a.add(&call);
+        if let Some(ann) = stage_of[i] {
+            let name = annotations[ann].name;
+            let next = stage_names.len() as u32;
+            let sid = *stage_ids.entry(name).or_insert(next);
+            if sid == next {
+                stage_names.push(strings[name as usize].clone());
+            }
+            a.add_to_stage(sid, &call);
+        }
+    }
+    let mut out: Vec<Operator> = aggs
+        .into_iter()
+        .map(|(name, a)| a.into_operator(strings[name as usize].clone()))
+        .collect();
+    out.sort_by(|a, b| {
+        b.device_ns
+            .cmp(&a.device_ns)
+            .then(b.cpu_total_ns.cmp(&a.cpu_total_ns))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    (out, stage_names)
+}
+
+impl OpAgg {
+    /// Adds a call: self columns always, inclusive ones only for the outermost call of a name
+    /// (so recursion is not counted twice).
+    fn add(&mut self, c: &Call) {
+        self.calls += 1;
+        self.cpu_self += c.self_cpu;
+        self.device_self += c.device_self;
+        self.gpu_ops += c.gpu_ops;
+        if c.outermost {
+            self.cpu_total += c.dur;
+            self.device_total += c.device_total;
+        }
+    }
+
+    /// Adds a call to the operator's row of stage `stage`.
+    fn add_to_stage(&mut self, stage: u32, c: &Call) {
+        let s = self.by_stage.entry(stage).or_insert(OperatorStage {
+            stage,
+            calls: 0,
+            cpu_total_ns: 0,
+            cpu_self_ns: 0,
+            device_ns: 0,
+        });
+        s.calls += 1;
+        s.cpu_self_ns += c.self_cpu;
+        if c.outermost {
+            s.cpu_total_ns += c.dur;
+            s.device_ns += c.device_total;
+        }
+    }
+
+    /// The operator's row, its stages in stage order.
+    fn into_operator(self, name: String) -> Operator {
+        let mut by_stage: Vec<OperatorStage> = self.by_stage.into_values().collect();
+        by_stage.sort_by_key(|s| s.stage);
+        Operator {
+            name,
+            calls: self.calls,
+            cpu_total_ns: self.cpu_total,
+            cpu_self_ns: self.cpu_self,
+            device_ns: self.device_total,
+            device_self_ns: self.device_self,
+            gpu_ops: self.gpu_ops,
+            cpu_mean_ns: self.cpu_total as f64 / self.calls.max(1) as f64,
+            device_mean_ns: self.device_total as f64 / self.calls.max(1) as f64,
+            by_stage,
+        }
+    }
+}
+
+/// One operator call's contribution to its row.
+struct Call {
+    /// Wall time of the call.
+    dur: u64,
+    /// Wall time minus that of the calls directly nested in it.
+    self_cpu: u64,
+    /// Device time of the GPU ops the call launched itself.
+    device_self: u64,
+    /// GPU ops the call launched itself.
+    gpu_ops: u64,
+    /// Device time of the call and of every call nested in it.
+    device_total: u64,
+    /// No enclosing call has the same name.
+    outermost: bool,
+}
+
+/// Per-call facts of the operator table, indexed like the `ops` they were computed from.
+struct CallFacts {
+    device_self: Vec<u64>,
+    direct_ops: Vec<u64>,
+    device_total: Vec<u64>,
+    child_cpu: Vec<u64>,
+    nested_in_same_name: Vec<bool>,
+}
+
+impl CallFacts {
+    fn new(ops: &[CpuOp], gpu_ops: &[DeviceOp], runtime_ext: &HashMap<i64, i64>) -> Self {
+        let (device_self, direct_ops) = direct_device_time(ops, gpu_ops, runtime_ext);
+        let nesting = Nesting::new(ops);
+        let device_total = nesting.inclusive(&device_self);
+        CallFacts {
+            device_self,
+            direct_ops,
+            device_total,
+            child_cpu: nesting.child_cpu,
+            nested_in_same_name: nesting.nested_in_same_name,
+        }
+    }
+
+    /// What call `i` adds to its operator's row.
+    fn call(&self, i: usize, op: &CpuOp) -> Call {
+        let dur = span(op.start, op.end);
+        Call {
+            dur,
+            self_cpu: dur.saturating_sub(self.child_cpu[i]),
+            device_self: self.device_self[i],
+            gpu_ops: self.direct_ops[i],
+            device_total: self.device_total[i],
+            outermost: !self.nested_in_same_name[i],
+        }
+    }
+}
+
+/// How calls nest on each thread: a call contains those that start before it ends.
+struct Nesting {
+    /// Call indices by thread, start, and longest first.
+    order: Vec<usize>,
+    parent: Vec<Option<usize>>,
+    /// Whether an enclosing call has the same name.
+    nested_in_same_name: Vec<bool>,
+    /// Wall time of the calls directly nested in each call.
+    child_cpu: Vec<u64>,
+}
+
+impl Nesting {
+    fn new(ops: &[CpuOp]) -> Self {
+        let mut order: Vec<usize> = (0..ops.len()).collect();
+        order.sort_by_key(|&i| (ops[i].thread, ops[i].start, std::cmp::Reverse(ops[i].end)));
+        let mut parent: Vec<Option<usize>> = vec![None; ops.len()];
+        let mut nested_in_same_name = vec![false; ops.len()];
+        let mut child_cpu = vec![0u64; ops.len()];
+        let mut stack: Vec<usize> = Vec::new();
+        let mut current_thread = None;
+        for &i in &order {
+            let op = &ops[i];
+            if current_thread != Some(op.thread) {
+                stack.clear();
+                current_thread = Some(op.thread);
+            }
+            while stack.last().is_some_and(|&top| ops[top].end <= op.start) {
+                stack.pop();
+            }
+            if let Some(&p) = stack.last() {
+                parent[i] = Some(p);
+                child_cpu[p] += span(op.start, op.end);
+            }
+            nested_in_same_name[i] = stack.iter().any(|&a| ops[a].name == op.name);
+            stack.push(i);
+        }
+        Nesting {
+            order,
+            parent,
+            nested_in_same_name,
+            child_cpu,
+        }
+    }
+
+    /// Each call's `own` value plus those of every call nested in it.
+    fn inclusive(&self, own: &[u64]) -> Vec<u64> {
+        let mut total = own.to_vec();
+        for &i in self.order.iter().rev() {
+            if let Some(p) = self.parent[i] {
+                total[p] += total[i];
+            }
+        }
+        total
+    }
+}
+
+/// Device time and GPU ops each call launched directly: a GPU op belongs to the call with its
+/// External id, or that of the runtime call with its correlation id.
+fn direct_device_time(
+    ops: &[CpuOp],
+    gpu_ops: &[DeviceOp],
+    runtime_ext: &HashMap<i64, i64>,
+) -> (Vec<u64>, Vec<u64>) {
     let by_ext: HashMap<i64, usize> = ops
         .iter()
         .enumerate()
@@ -1169,105 +1424,7 @@ fn operators(
             direct_ops[i] += 1;
         }
     }
-
-    // Nesting per thread: parent, self time, inclusive device time, same-name ancestry.
-    let mut order: Vec<usize> = (0..ops.len()).collect();
-    order.sort_by_key(|&i| (ops[i].thread, ops[i].start, std::cmp::Reverse(ops[i].end)));
-    let mut parent: Vec<Option<usize>> = vec![None; ops.len()];
-    let mut nested_in_same_name = vec![false; ops.len()];
-    let mut child_cpu = vec![0u64; ops.len()];
-    let mut stack: Vec<usize> = Vec::new();
-    let mut current_thread = None;
-    for &i in &order {
-        let op = &ops[i];
-        if current_thread != Some(op.thread) {
-            stack.clear();
-            current_thread = Some(op.thread);
-        }
-        while stack.last().is_some_and(|&top| ops[top].end <= op.start) {
-            stack.pop();
-        }
-        if let Some(&p) = stack.last() {
-            parent[i] = Some(p);
-            child_cpu[p] += span(op.start, op.end);
-        }
-        nested_in_same_name[i] = stack.iter().any(|&a| ops[a].name == op.name);
-        stack.push(i);
-    }
-    let mut device_total = device_self.clone();
-    for &i in order.iter().rev() {
-        if let Some(p) = parent[i] {
-            device_total[p] += device_total[i];
-        }
-    }
-
-    // Innermost annotation enclosing each op's start, on the op's thread.
-    let stage_of = innermost_annotation(ops, annotations);
-    let mut stage_names: Vec<String> = Vec::new();
-    let mut stage_ids: HashMap<u32, u32> = HashMap::default();
-
-    let mut aggs: HashMap<u32, OpAgg> = HashMap::default();
-    for (i, op) in ops.iter().enumerate() {
-        let dur = span(op.start, op.end);
-        let self_cpu = dur.saturating_sub(child_cpu[i]);
-        let outermost = !nested_in_same_name[i];
-        let a = aggs.entry(op.name).or_default();
-        a.calls += 1;
-        a.cpu_self += self_cpu;
-        a.device_self += device_self[i];
-        a.gpu_ops += direct_ops[i];
-        if outermost {
-            a.cpu_total += dur;
-            a.device_total += device_total[i];
-        }
-        if let Some(ann) = stage_of[i] {
-            let name = annotations[ann].name;
-            let next = stage_names.len() as u32;
-            let sid = *stage_ids.entry(name).or_insert(next);
-            if sid == next {
-                stage_names.push(strings[name as usize].clone());
-            }
-            let s = a.by_stage.entry(sid).or_insert(OperatorStage {
-                stage: sid,
-                calls: 0,
-                cpu_total_ns: 0,
-                cpu_self_ns: 0,
-                device_ns: 0,
-            });
-            s.calls += 1;
-            s.cpu_self_ns += self_cpu;
-            if outermost {
-                s.cpu_total_ns += dur;
-                s.device_ns += device_total[i];
-            }
-        }
-    }
-    let mut out: Vec<Operator> = aggs
-        .into_iter()
-        .map(|(name, a)| {
-            let mut by_stage: Vec<OperatorStage> = a.by_stage.into_values().collect();
-            by_stage.sort_by_key(|s| s.stage);
-            Operator {
-                name: strings[name as usize].clone(),
-                calls: a.calls,
-                cpu_total_ns: a.cpu_total,
-                cpu_self_ns: a.cpu_self,
-                device_ns: a.device_total,
-                device_self_ns: a.device_self,
-                gpu_ops: a.gpu_ops,
-                cpu_mean_ns: a.cpu_total as f64 / a.calls.max(1) as f64,
-                device_mean_ns: a.device_total as f64 / a.calls.max(1) as f64,
-                by_stage,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        b.device_ns
-            .cmp(&a.device_ns)
-            .then(b.cpu_total_ns.cmp(&a.cpu_total_ns))
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    (out, stage_names)
+    (device_self, direct_ops)
 }
 
 /// For each op, the index of the innermost annotation on its thread that contains its start.

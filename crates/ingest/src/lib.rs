@@ -20,8 +20,8 @@ mod workload;
 use std::path::{Path, PathBuf};
 
 use llmprof_bundle::{
-    Bundle, Device, Environment, InputFile, ModelInfo, Operator, Severity, Source, Timeline,
-    TimelineInfo, TIMELINE_FILE,
+    Bundle, Device, Environment, InputFile, ModelInfo, NcuKernel, Operator, Severity, Source,
+    Timeline, TimelineInfo, Workload, TIMELINE_FILE,
 };
 
 use crate::convert::TraceConverter;
@@ -92,37 +92,46 @@ pub fn ingest(
     if req.nsys.is_none() && req.kineto.is_none() && req.ncu.is_empty() {
         return Err(IngestError::NoInputs);
     }
-    let mut a = Assembly::new(req);
-    a.read_nsys(progress)?;
-    let operators = a.read_kineto(progress)?;
-    let ncu = a.read_ncu(progress)?;
-    a.read_workload()?;
+    let mut run = Assembly::new(req);
+    if let Some(path) = &req.nsys {
+        run.read_nsys(path, progress)?;
+    }
+    if let Some(path) = &req.kineto {
+        run.read_kineto(path, progress)?;
+    }
+    if !req.ncu.is_empty() {
+        run.read_ncu(progress)?;
+    }
+    run.read_model_config_and_metadata()?;
+
     progress(Step::Assembling);
-    let timeline = a.finish_timing();
-    if let Some(k) = operators {
-        a.attach_operators(k);
-    }
-    if let Some(n) = ncu {
-        a.attach_ncu(n);
-    }
-    let mut bundle = a.bundle;
-    merge_facts(&mut bundle, a.facts);
-    bundle.run_id = llmprof_store::run_id(&bundle);
-    Ok(Ingested { bundle, timeline })
+    let timeline = run.finish_timing();
+    run.attach_operators();
+    run.attach_ncu();
+    Ok(run.finish(timeline))
 }
 
-/// One ingest under way: the bundle being filled, the converter the timing source feeds, and
-/// what the inputs revealed.
+/// The timing source's converter and diagnostics, finished together in
+/// [`Assembly::finish_timing`].
+struct Timing {
+    conv: TraceConverter,
+    diags: Diagnostics,
+}
+
+/// What [`ingest`] has read so far: the bundle being filled, the facts each input revealed,
+/// and what the parsers left for assembly.
 struct Assembly<'r> {
     req: &'r IngestRequest,
     bundle: Bundle,
-    /// Device and environment facts per input, the timing source's first.
+    /// In reading order: nsys, kineto, ncu.
     facts: Vec<SourceFacts>,
-    conv: TraceConverter,
-    /// The timing source's diagnostics, finished with the converter.
-    timing_diags: Option<Diagnostics>,
-    /// Token counts from the timing trace's operator shapes (kineto as timing source only).
-    inferred: Option<kineto::InferredWorkload>,
+    /// `None` until an input becomes the timing source.
+    timing: Option<Timing>,
+    /// The PyTorch profiler trace's operators, resolved against the stages once they exist.
+    kineto: Option<kineto::KinetoInput>,
+    /// Token counts the timing source's operator shapes give, before flags and metadata.
+    base_workload: Workload,
+    ncu: Option<ncu::NcuInput>,
 }
 
 impl<'r> Assembly<'r> {
@@ -130,57 +139,59 @@ impl<'r> Assembly<'r> {
         let mut bundle = Bundle::new(String::new());
         bundle.llmprof_version = env!("CARGO_PKG_VERSION").to_string();
         bundle.label = req.label.clone();
-        Assembly {
+        Self {
             req,
             bundle,
             facts: Vec::new(),
-            conv: TraceConverter::new(),
-            timing_diags: None,
-            inferred: None,
+            timing: None,
+            kineto: None,
+            base_workload: Workload::default(),
+            ncu: None,
         }
     }
 
-    /// The Nsight Systems export, the timing source when given.
-    fn read_nsys(&mut self, progress: &mut dyn FnMut(Step<'_>)) -> Result<(), IngestError> {
-        let Some(path) = &self.req.nsys else {
-            return Ok(());
-        };
+    /// Reads the Nsight Systems export, which becomes the timing source.
+    fn read_nsys(
+        &mut self,
+        path: &Path,
+        progress: &mut dyn FnMut(Step<'_>),
+    ) -> Result<(), IngestError> {
         progress(Step::Reading {
             source: Source::Nsys,
             path,
         });
+        let mut conv = TraceConverter::new();
         let mut diags = Diagnostics::new(Source::Nsys, path.display().to_string());
-        self.facts
-            .push(nsys::read(path, &mut self.conv, &mut diags)?);
+        self.facts.push(nsys::read(path, &mut conv, &mut diags)?);
         self.bundle.inputs.push(input_file(Source::Nsys, path));
         self.bundle.timing_source = Some(Source::Nsys);
-        self.timing_diags = Some(diags);
+        self.timing = Some(Timing { conv, diags });
         Ok(())
     }
 
-    /// The PyTorch profiler trace: the timing source without nsys, the operators always.
+    /// Reads the PyTorch profiler trace: its operators always, and its stages, kernels and
+    /// timeline when no Nsight Systems export came first.
     fn read_kineto(
         &mut self,
+        path: &Path,
         progress: &mut dyn FnMut(Step<'_>),
-    ) -> Result<Option<kineto::KinetoInput>, IngestError> {
-        let Some(path) = &self.req.kineto else {
-            return Ok(None);
-        };
+    ) -> Result<(), IngestError> {
         progress(Step::Reading {
             source: Source::Kineto,
             path,
         });
         let mut diags = Diagnostics::new(Source::Kineto, path.display().to_string());
-        let is_timing = self.bundle.timing_source.is_none();
-        let k = kineto::read(path, is_timing.then_some(&mut self.conv), &mut diags)?;
+        let is_timing = self.timing.is_none();
+        let mut conv = TraceConverter::new();
+        let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags)?;
         self.facts.push(k.facts.clone());
         self.bundle.inputs.push(input_file(Source::Kineto, path));
         if is_timing {
             self.bundle.timing_source = Some(Source::Kineto);
             // Shapes describe this trace's own pass only: use them when it is the timing
             // source (with --nsys the passes differ, e.g. in decode steps).
-            self.inferred = Some(k.inferred.clone());
-            self.timing_diags = Some(diags);
+            self.base_workload = workload::from_inferred(&k.inferred);
+            self.timing = Some(Timing { conv, diags });
         } else {
             diags.note(
                 "kineto.timing_from_nsys",
@@ -194,17 +205,12 @@ impl<'r> Assembly<'r> {
             );
             self.bundle.diagnostics.extend(diags.finish());
         }
-        Ok(Some(k))
+        self.kineto = Some(k);
+        Ok(())
     }
 
-    /// The Nsight Compute CSVs (joined to kernels once the timing source is finished).
-    fn read_ncu(
-        &mut self,
-        progress: &mut dyn FnMut(Step<'_>),
-    ) -> Result<Option<ncu::NcuInput>, IngestError> {
-        if self.req.ncu.is_empty() {
-            return Ok(None);
-        }
+    /// Reads the Nsight Compute CSVs (files or directories).
+    fn read_ncu(&mut self, progress: &mut dyn FnMut(Step<'_>)) -> Result<(), IngestError> {
         for path in &self.req.ncu {
             progress(Step::Reading {
                 source: Source::Ncu,
@@ -215,12 +221,13 @@ impl<'r> Assembly<'r> {
         for path in &self.req.ncu {
             self.bundle.inputs.push(input_file(Source::Ncu, path));
         }
-        Ok(Some(n))
+        self.ncu = Some(n);
+        Ok(())
     }
 
-    /// The model config and run metadata, and the workload from them, the flags and the
-    /// inferred shapes.
-    fn read_workload(&mut self) -> Result<(), IngestError> {
+    /// Reads the model config and the workload's metadata, then fills the workload: flags
+    /// win over metadata, which wins over the inferred token counts.
+    fn read_model_config_and_metadata(&mut self) -> Result<(), IngestError> {
         let req = self.req;
         if let Some(path) = &req.model_config {
             self.bundle.model = Some(read_model_config(path)?);
@@ -236,20 +243,15 @@ impl<'r> Assembly<'r> {
             }
             None => None,
         };
-        let base = self
-            .inferred
-            .as_ref()
-            .map(workload::from_inferred)
-            .unwrap_or_default();
+        let base = std::mem::take(&mut self.base_workload);
         workload::assemble(&mut self.bundle, req, metadata.as_ref(), base);
         Ok(())
     }
 
-    /// Finishes the converter: stages, kernels, totals and the timeline of the timing source,
-    /// whose diagnostics go first.
+    /// Finishes the timing source's converter into the bundle's stages, kernels, totals and
+    /// timeline info; its diagnostics go before those recorded so far. Returns the timeline.
     fn finish_timing(&mut self) -> Option<Timeline> {
-        let mut diags = self.timing_diags.take()?;
-        let conv = std::mem::take(&mut self.conv);
+        let Timing { conv, mut diags } = self.timing.take()?;
         let parts = conv.finish(&mut diags);
         let bundle = &mut self.bundle;
         bundle.stages = parts.stages;
@@ -274,48 +276,36 @@ impl<'r> Assembly<'r> {
         Some(t)
     }
 
-    /// The trace's operators, their stages resolved by name against the bundle's stages.
-    fn attach_operators(&mut self, k: kineto::KinetoInput) {
-        let file = self
-            .req
-            .kineto
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        let mut diags = Diagnostics::new(Source::Kineto, file);
-        let stages = &self.bundle.stages;
+    /// Puts the trace's operators into the bundle, their stages mapped to bundle stage ids.
+    fn attach_operators(&mut self) {
+        let Some(k) = self.kineto.take() else {
+            return;
+        };
+        let mut diags = Diagnostics::new(
+            Source::Kineto,
+            self.req
+                .kineto
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        );
         self.bundle.operators =
-            resolve_operator_stages(k.operators, &k.stage_names, stages, &mut diags);
+            resolve_operator_stages(k.operators, &k.stage_names, &self.bundle.stages, &mut diags);
         self.bundle.diagnostics.extend(diags.finish());
     }
 
-    /// The ncu kernels, joined to the timing source's kernels by name.
-    fn attach_ncu(&mut self, mut n: ncu::NcuInput) {
+    /// Joins the ncu kernels to the bundle's kernels by name, reports those that match none
+    /// (when there is a timing source), and adds ncu's device facts and diagnostics.
+    fn attach_ncu(&mut self) {
+        let Some(mut n) = self.ncu.take() else {
+            return;
+        };
         let bundle = &mut self.bundle;
         ncu::join_ncu(&mut bundle.kernels, &mut n.kernels);
         if bundle.timing_source.is_some() {
-            let unmatched = n.kernels.iter().filter(|k| k.kernel.is_none()).count() as u64;
-            let example = n
-                .kernels
-                .iter()
-                .find(|k| k.kernel.is_none())
-                .map(|k| k.name.clone())
-                .unwrap_or_default();
-            bundle.diagnostics.push(llmprof_bundle::Diagnostic {
-                source: Source::Ncu,
-                file: self
-                    .req
-                    .ncu
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                code: "ncu.unmatched_kernels".into(),
-                severity: Severity::Info,
-                message: "ncu kernels whose name matches no kernel of the timing source".into(),
-                count: unmatched,
-                example,
-            });
+            bundle
+                .diagnostics
+                .push(unmatched_ncu(&self.req.ncu, &n.kernels));
             bundle.diagnostics.retain(|d| d.count > 0);
         }
         self.facts.push(SourceFacts {
@@ -324,6 +314,39 @@ impl<'r> Assembly<'r> {
         });
         bundle.ncu = n.kernels;
         bundle.diagnostics.extend(n.diagnostics);
+    }
+
+    /// Merges the device and environment facts and names the run.
+    fn finish(mut self, timeline: Option<Timeline>) -> Ingested {
+        merge_facts(&mut self.bundle, self.facts);
+        self.bundle.run_id = llmprof_store::run_id(&self.bundle);
+        Ingested {
+            bundle: self.bundle,
+            timeline,
+        }
+    }
+}
+
+/// The diagnostic counting ncu kernels whose name matches no kernel of the timing source.
+fn unmatched_ncu(paths: &[PathBuf], kernels: &[NcuKernel]) -> llmprof_bundle::Diagnostic {
+    let unmatched = kernels.iter().filter(|k| k.kernel.is_none()).count() as u64;
+    let example = kernels
+        .iter()
+        .find(|k| k.kernel.is_none())
+        .map(|k| k.name.clone())
+        .unwrap_or_default();
+    llmprof_bundle::Diagnostic {
+        source: Source::Ncu,
+        file: paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        code: "ncu.unmatched_kernels".into(),
+        severity: Severity::Info,
+        message: "ncu kernels whose name matches no kernel of the timing source".into(),
+        count: unmatched,
+        example,
     }
 }
 

@@ -23,16 +23,6 @@ use crate::SourceFacts;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
-/// One row of `NVTX_EVENTS`.
-struct NvtxRow {
-    start: Option<i64>,
-    end: Option<i64>,
-    kind: i64,
-    text: Option<String>,
-    tid: u64,
-    domain: i64,
-}
-
 /// Bits of `globalTid` below the process id: `globalTid = hw << 56 | pid << 24 | tid`.
 const TID_BITS: u64 = 0xFF_FFFF;
 
@@ -281,11 +271,71 @@ impl Export<'_> {
             .collect()
     }
 
-    /// The rows of `NVTX_EVENTS`, their text resolved through `StringIds` where the export
-    /// registered it; columns an export lacks read as NULL (domain 0).
-    fn nvtx_rows(&self, strings: &HashMap<i64, String>) -> Result<Vec<NvtxRow>, IngestError> {
+    /// Feeds the NVTX ranges (push/pop and start/end) with their domains' names; counts marks
+    /// and skips ranges never closed, with a diagnostic for each.
+    fn read_ranges(
+        &self,
+        strings: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<(), IngestError> {
         const NVTX: &str = "NVTX_EVENTS";
-        let cols = self.columns(NVTX);
+        if !self.has(NVTX) {
+            diags.note(
+                "nsys.no_nvtx",
+                Severity::Warning,
+                || {
+                    "the export has no NVTX_EVENTS table: the workload marked no NVTX ranges (or \
+                     nsys ran without `-t nvtx`), so there are no stages"
+                        .into()
+                },
+                String::new,
+            );
+            return Ok(());
+        }
+        let types = self.nvtx_types();
+        let rows = self.nvtx_rows(NVTX, strings)?;
+        let domains = domain_names(&rows, types.domain_create);
+        let mut marks = 0u64;
+        for r in &rows {
+            let Some(kind) = types.stage_kind(r.kind) else {
+                if r.kind == types.mark {
+                    marks += 1;
+                }
+                continue;
+            };
+            r.feed(kind, &domains, conv, diags);
+        }
+        diags.note_n(
+            "nsys.nvtx_marks",
+            Severity::Info,
+            marks,
+            || "NVTX marks (instant events) are not stages and were not used".into(),
+            String::new,
+        );
+        Ok(())
+    }
+
+    /// The NVTX event type ids of `ENUM_NSYS_EVENT_TYPE`, with the usual values where the
+    /// export lacks the table.
+    fn nvtx_types(&self) -> NvtxTypes {
+        let types = self.enum_ids("ENUM_NSYS_EVENT_TYPE");
+        let id = |name: &str, fallback: i64| types.get(name).copied().unwrap_or(fallback);
+        NvtxTypes {
+            push_pop: id("NvtxPushPopRange", 59),
+            start_end: id("NvtxStartEndRange", 60),
+            domain_create: id("NvtxDomainCreate", 75),
+            mark: id("NvtxMark", 34),
+        }
+    }
+
+    /// Every row of the NVTX table `nvtx`, its text from `text` or else through `textId`.
+    fn nvtx_rows(
+        &self,
+        nvtx: &str,
+        strings: &HashMap<i64, String>,
+    ) -> Result<Vec<NvtxRow>, IngestError> {
+        let cols = self.columns(nvtx);
         let text_expr = match (cols.contains("text"), cols.contains("textId")) {
             (true, true) => "text, textId",
             (true, false) => "text, NULL",
@@ -298,12 +348,12 @@ impl Export<'_> {
             "0"
         };
         let sql = format!(
-            "SELECT start, end, eventType, {text_expr}, globalTid, {domain_expr} FROM {NVTX}"
+            "SELECT start, end, eventType, {text_expr}, globalTid, {domain_expr} FROM {nvtx}"
         );
         let mut stmt = self
             .conn
             .prepare(&sql)
-            .map_err(|e| sql_err(self.path, NVTX, e))?;
+            .map_err(|e| sql_err(self.path, nvtx, e))?;
         stmt.query_map([], |r| {
             let text: Option<String> = r.get(3)?;
             let text_id: Option<i64> = r.get(4)?;
@@ -317,92 +367,7 @@ impl Export<'_> {
             })
         })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| sql_err(self.path, NVTX, e))
-    }
-
-    /// Feeds NVTX push/pop and start/end ranges (with their domain's name); marks and
-    /// unclosed ranges are counted in diagnostics.
-    fn read_ranges(
-        &self,
-        strings: &HashMap<i64, String>,
-        conv: &mut TraceConverter,
-        diags: &mut Diagnostics,
-    ) -> Result<(), IngestError> {
-        if !self.has("NVTX_EVENTS") {
-            diags.note(
-                "nsys.no_nvtx",
-                Severity::Warning,
-                || {
-                    "the export has no NVTX_EVENTS table: the workload marked no NVTX ranges (or \
-                     nsys ran without `-t nvtx`), so there are no stages"
-                        .into()
-                },
-                String::new,
-            );
-            return Ok(());
-        }
-        let rows = self.nvtx_rows(strings)?;
-        let types = self.enum_ids("ENUM_NSYS_EVENT_TYPE");
-        let id = |name: &str, fallback: i64| types.get(name).copied().unwrap_or(fallback);
-        let push_pop = id("NvtxPushPopRange", 59);
-        let start_end = id("NvtxStartEndRange", 60);
-        let domain_create = id("NvtxDomainCreate", 75);
-        let mark = id("NvtxMark", 34);
-        let mut domains: HashMap<i64, String> = HashMap::new();
-        for r in rows.iter().filter(|r| r.kind == domain_create) {
-            domains.insert(r.domain, r.text.clone().unwrap_or_default());
-        }
-        let mut marks = 0u64;
-        for r in &rows {
-            let kind = if r.kind == push_pop {
-                StageKind::PushPop
-            } else if r.kind == start_end {
-                StageKind::StartEnd
-            } else {
-                if r.kind == mark {
-                    marks += 1;
-                }
-                continue;
-            };
-            let (Some(start), Some(end)) = (r.start, r.end) else {
-                diags.note(
-                    "nsys.nvtx_range_not_closed",
-                    Severity::Warning,
-                    || {
-                        "NVTX ranges without a start or an end (never closed before the \
-                         capture stopped) were skipped"
-                            .into()
-                    },
-                    || {
-                        format!(
-                            "`{}` start {:?} end {:?}",
-                            r.text.as_deref().unwrap_or(""),
-                            r.start,
-                            r.end
-                        )
-                    },
-                );
-                continue;
-            };
-            let domain = domains.get(&r.domain).map(String::as_str).unwrap_or("");
-            conv.handle_range(RangeRecord {
-                thread: r.tid,
-                tid: r.tid & TID_BITS,
-                domain,
-                name: r.text.as_deref().unwrap_or(""),
-                kind,
-                start,
-                end,
-            });
-        }
-        diags.note_n(
-            "nsys.nvtx_marks",
-            Severity::Info,
-            marks,
-            || "NVTX marks (instant events) are not stages and were not used".into(),
-            String::new,
-        );
-        Ok(())
+        .map_err(|e| sql_err(self.path, nvtx, e))
     }
 
     fn read_launches(
@@ -534,48 +499,15 @@ impl Export<'_> {
         if !self.has(KERNEL) {
             return Ok(None);
         }
-        let cols = self.columns(KERNEL);
-        let col = |c: &str| {
-            if cols.contains(c) {
-                c.to_string()
-            } else {
-                "NULL".to_string()
-            }
-        };
-        let sql = format!(
-            "SELECT start, end, streamId, correlationId, globalPid, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {KERNEL}",
-            col("demangledName"),
-            col("shortName"),
-            col("mangledName"),
-            col("gridX"),
-            col("gridY"),
-            col("gridZ"),
-            col("blockX"),
-            col("blockY"),
-            col("blockZ"),
-            col("registersPerThread"),
-            col("deviceId"),
-            col("graphNodeId"),
-        );
         let mut stmt = self
             .conn
-            .prepare(&sql)
+            .prepare(&self.kernel_query(KERNEL))
             .map_err(|e| sql_err(self.path, KERNEL, e))?;
         let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, KERNEL, e))?;
         let mut devices: HashMap<i64, u64> = HashMap::new();
         let err = |e| sql_err(self.path, KERNEL, e);
         while let Some(r) = rows.next().map_err(err)? {
-            let name_id: Option<i64> = r
-                .get::<_, Option<i64>>(5)
-                .map_err(err)?
-                .or(r.get::<_, Option<i64>>(7).map_err(err)?);
-            let Some(name) = name_id.and_then(|i| strings.get(&i)) else {
-                diags.note(
-                    "nsys.kernel_without_name",
-                    Severity::Warning,
-                    || "kernels whose name id is not in StringIds were skipped".into(),
-                    || format!("kernel row with name id {name_id:?}"),
-                );
+            let Some(name) = kernel_name(r, strings, diags).map_err(err)? else {
                 continue;
             };
             let short = r
@@ -583,17 +515,7 @@ impl Export<'_> {
                 .map_err(err)?
                 .and_then(|i| strings.get(&i))
                 .map(String::as_str);
-            let dim = |i: usize| -> Result<Option<u32>, IngestError> {
-                Ok(r.get::<_, Option<i64>>(i).map_err(err)?.map(|v| v as u32))
-            };
-            let launch = match (dim(8)?, dim(9)?, dim(10)?, dim(11)?, dim(12)?, dim(13)?) {
-                (Some(gx), Some(gy), Some(gz), Some(bx), Some(by), Some(bz)) => Some(Launch {
-                    grid: [gx, gy, gz],
-                    block: [bx, by, bz],
-                    registers_per_thread: dim(14)?,
-                }),
-                _ => None,
-            };
+            let launch = kernel_launch(r).map_err(err)?;
             let Some(t) = op_times(r).map_err(err)? else {
                 note_untimed(diags, KERNEL);
                 continue;
@@ -610,20 +532,36 @@ impl Export<'_> {
                 nodes.graph_of(r.get(16).map_err(err)?),
             ));
         }
-        if devices.len() > 1 {
-            let mut list: Vec<_> = devices.iter().collect();
-            list.sort();
-            diags.note(
-                "nsys.multiple_devices",
-                Severity::Info,
-                || "kernels ran on several GPUs; `device` describes the one that ran most".into(),
-                || format!("kernels per device id: {list:?}"),
-            );
-        }
-        Ok(devices
-            .into_iter()
-            .max_by_key(|&(d, n)| (n, -d))
-            .map(|(d, _)| d))
+        Ok(busiest_device(devices, diags))
+    }
+
+    /// The SELECT of the kernel table `kernel`: the [`OpTimes`] columns, then the name ids
+    /// (5-7), the launch configuration (8-14), `deviceId` (15) and `graphNodeId` (16), each
+    /// NULL where the export lacks it.
+    fn kernel_query(&self, kernel: &str) -> String {
+        let cols = self.columns(kernel);
+        let col = |c: &str| {
+            if cols.contains(c) {
+                c.to_string()
+            } else {
+                "NULL".to_string()
+            }
+        };
+        format!(
+            "SELECT start, end, streamId, correlationId, globalPid, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {kernel}",
+            col("demangledName"),
+            col("shortName"),
+            col("mangledName"),
+            col("gridX"),
+            col("gridY"),
+            col("gridZ"),
+            col("blockX"),
+            col("blockY"),
+            col("blockZ"),
+            col("registersPerThread"),
+            col("deviceId"),
+            col("graphNodeId"),
+        )
     }
 
     fn read_memops(
@@ -845,6 +783,89 @@ impl Export<'_> {
     }
 }
 
+/// NVTX event type ids (`ENUM_NSYS_EVENT_TYPE`).
+struct NvtxTypes {
+    push_pop: i64,
+    start_end: i64,
+    domain_create: i64,
+    mark: i64,
+}
+
+impl NvtxTypes {
+    /// The stage kind of a range event type; `None` for other events (marks, domains).
+    fn stage_kind(&self, kind: i64) -> Option<StageKind> {
+        if kind == self.push_pop {
+            Some(StageKind::PushPop)
+        } else if kind == self.start_end {
+            Some(StageKind::StartEnd)
+        } else {
+            None
+        }
+    }
+}
+
+/// A row of `NVTX_EVENTS`, its text resolved.
+struct NvtxRow {
+    start: Option<i64>,
+    end: Option<i64>,
+    kind: i64,
+    text: Option<String>,
+    tid: u64,
+    domain: i64,
+}
+
+impl NvtxRow {
+    /// Feeds this range to `conv` under its domain's name; a range without a start or an end
+    /// is skipped with a diagnostic.
+    fn feed(
+        &self,
+        kind: StageKind,
+        domains: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) {
+        let (Some(start), Some(end)) = (self.start, self.end) else {
+            diags.note(
+                "nsys.nvtx_range_not_closed",
+                Severity::Warning,
+                || {
+                    "NVTX ranges without a start or an end (never closed before the \
+                     capture stopped) were skipped"
+                        .into()
+                },
+                || {
+                    format!(
+                        "`{}` start {:?} end {:?}",
+                        self.text.as_deref().unwrap_or(""),
+                        self.start,
+                        self.end
+                    )
+                },
+            );
+            return;
+        };
+        let domain = domains.get(&self.domain).map(String::as_str).unwrap_or("");
+        conv.handle_range(RangeRecord {
+            thread: self.tid,
+            tid: self.tid & TID_BITS,
+            domain,
+            name: self.text.as_deref().unwrap_or(""),
+            kind,
+            start,
+            end,
+        });
+    }
+}
+
+/// Domain id -> name, from the domain-creation events (the last one of an id wins).
+fn domain_names(rows: &[NvtxRow], domain_create: i64) -> HashMap<i64, String> {
+    let mut domains: HashMap<i64, String> = HashMap::new();
+    for r in rows.iter().filter(|r| r.kind == domain_create) {
+        domains.insert(r.domain, r.text.clone().unwrap_or_default());
+    }
+    domains
+}
+
 /// CUPTI graph node ids: the graph's id in the upper 32 bits, the node's index in the lower
 /// (observed in Nsight Systems 2025.3 exports), with executable-graph nodes mapped to the
 /// captured graph's nodes where the export records the mapping.
@@ -900,6 +921,62 @@ fn op_times(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<OpTimes>> {
         correlation: r.get(3)?,
         process: r.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
     }))
+}
+
+/// A kernel row's name (demangled, else mangled) from `StringIds`; `None`, with a diagnostic,
+/// when its id is not there.
+fn kernel_name<'s>(
+    r: &rusqlite::Row<'_>,
+    strings: &'s HashMap<i64, String>,
+    diags: &mut Diagnostics,
+) -> rusqlite::Result<Option<&'s String>> {
+    let name_id: Option<i64> = r.get::<_, Option<i64>>(5)?.or(r.get::<_, Option<i64>>(7)?);
+    let name = name_id.and_then(|i| strings.get(&i));
+    if name.is_none() {
+        diags.note(
+            "nsys.kernel_without_name",
+            Severity::Warning,
+            || "kernels whose name id is not in StringIds were skipped".into(),
+            || format!("kernel row with name id {name_id:?}"),
+        );
+    }
+    Ok(name)
+}
+
+/// A kernel row's grid, block and registers per thread; `None` unless all six dimensions are
+/// there.
+fn kernel_launch(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<Launch>> {
+    let dim = |i: usize| -> rusqlite::Result<Option<u32>> {
+        Ok(r.get::<_, Option<i64>>(i)?.map(|v| v as u32))
+    };
+    Ok(
+        match (dim(8)?, dim(9)?, dim(10)?, dim(11)?, dim(12)?, dim(13)?) {
+            (Some(gx), Some(gy), Some(gz), Some(bx), Some(by), Some(bz)) => Some(Launch {
+                grid: [gx, gy, gz],
+                block: [bx, by, bz],
+                registers_per_thread: dim(14)?,
+            }),
+            _ => None,
+        },
+    )
+}
+
+/// The device id that ran most kernels (the lowest id on a tie); several devices are reported.
+fn busiest_device(devices: HashMap<i64, u64>, diags: &mut Diagnostics) -> Option<i64> {
+    if devices.len() > 1 {
+        let mut list: Vec<_> = devices.iter().collect();
+        list.sort();
+        diags.note(
+            "nsys.multiple_devices",
+            Severity::Info,
+            || "kernels ran on several GPUs; `device` describes the one that ran most".into(),
+            || format!("kernels per device id: {list:?}"),
+        );
+    }
+    devices
+        .into_iter()
+        .max_by_key(|&(d, n)| (n, -d))
+        .map(|(d, _)| d)
 }
 
 fn note_untimed(diags: &mut Diagnostics, table: &str) {

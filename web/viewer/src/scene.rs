@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::fmt;
-use crate::lanes::{LaneKind, Layout};
+use crate::lanes::{Lane, LaneKind, Layout};
 use crate::lod::Item;
 use crate::model::{Run, Target};
 use crate::search::Matches;
@@ -81,46 +81,76 @@ pub fn draw(
     width: f64,
     p: &mut dyn Painter,
 ) {
-    let g = layout.geometry;
-    let plot_x = g.label_w;
-    let mut items: Vec<Item> = Vec::new();
+    let mut frame = Frame {
+        run,
+        layout,
+        vp,
+        ov,
+        plot_x: layout.geometry.label_w,
+        batches: Batches::default(),
+        items: Vec::new(),
+    };
     p.fill_rects("#ffffff", 1.0, &[[0.0, 0.0, width, layout.height]]);
-
-    // Time axis.
-    let step = fmt::tick_step(vp.span(), (vp.width / 110.0).max(1.0));
-    let mut t = (vp.t0 / step).ceil() * step;
-    let mut ticks = Vec::new();
-    while t <= vp.t1 && ticks.len() < 200 {
-        ticks.push(t);
-        t += step;
-    }
-    let grid: Vec<[f64; 4]> = ticks
-        .iter()
-        .map(|&t| {
-            [
-                plot_x + vp.x_of(t),
-                g.axis_h - 6.0,
-                1.0,
-                layout.height - g.axis_h + 6.0,
-            ]
-        })
-        .collect();
-    p.fill_rects("#e3e6ea", 1.0, &grid);
-    for &t in &ticks {
-        p.text(
-            plot_x + vp.x_of(t) + 3.0,
-            g.axis_h / 2.0,
-            &fmt::duration(t),
-            "#555555",
-            Align::Left,
-            100.0,
-        );
-    }
-
-    let mut batches = Batches::default();
+    frame.time_axis(p);
     for (li, lane) in run.lanes.iter().enumerate() {
-        let Some(&(top, h)) = layout.rows.get(li) else {
-            continue;
+        frame.lane(li, lane, p);
+    }
+    frame.overlay(p);
+}
+
+/// One frame being drawn: what it shows, where, and the buffers its lanes reuse.
+struct Frame<'a> {
+    run: &'a Run,
+    layout: &'a Layout,
+    vp: &'a Viewport,
+    ov: &'a Overlay<'a>,
+    /// Left edge of the plot, right of the lane labels.
+    plot_x: f64,
+    batches: Batches<'static>,
+    /// The visible items of the lane at hand.
+    items: Vec<Item>,
+}
+
+impl Frame<'_> {
+    /// Ticks at a round step (at most 200): grid lines down the lanes and time labels on top.
+    fn time_axis(&self, p: &mut dyn Painter) {
+        let (g, vp, plot_x) = (self.layout.geometry, self.vp, self.plot_x);
+        let step = fmt::tick_step(vp.span(), (vp.width / 110.0).max(1.0));
+        let mut t = (vp.t0 / step).ceil() * step;
+        let mut ticks = Vec::new();
+        while t <= vp.t1 && ticks.len() < 200 {
+            ticks.push(t);
+            t += step;
+        }
+        let grid: Vec<[f64; 4]> = ticks
+            .iter()
+            .map(|&t| {
+                [
+                    plot_x + vp.x_of(t),
+                    g.axis_h - 6.0,
+                    1.0,
+                    self.layout.height - g.axis_h + 6.0,
+                ]
+            })
+            .collect();
+        p.fill_rects("#e3e6ea", 1.0, &grid);
+        for &t in &ticks {
+            p.text(
+                plot_x + vp.x_of(t) + 3.0,
+                g.axis_h / 2.0,
+                &fmt::duration(t),
+                "#555555",
+                Align::Left,
+                100.0,
+            );
+        }
+    }
+
+    /// Lane `li`: its label and background, then its counter line or its bars, clipped to
+    /// the lane.
+    fn lane(&mut self, li: usize, lane: &Lane, p: &mut dyn Painter) {
+        let Some(&(top, h)) = self.layout.rows.get(li) else {
+            return;
         };
         p.text(
             6.0,
@@ -128,19 +158,28 @@ pub fn draw(
             &lane.label,
             "#333333",
             Align::Left,
-            g.label_w - 10.0,
+            self.layout.geometry.label_w - 10.0,
         );
-        batches.add("#f3f4f6", 1.0, [plot_x, top, vp.width, h]);
-        batches.flush(p);
-        p.clip([plot_x, top, vp.width, h]);
+        self.batches
+            .add("#f3f4f6", 1.0, [self.plot_x, top, self.vp.width, h]);
+        self.batches.flush(p);
+        p.clip([self.plot_x, top, self.vp.width, h]);
         if let LaneKind::Counter(ci) = lane.kind {
-            draw_counter(run, ci, vp, plot_x, top, h, p);
-            p.unclip();
-            continue;
+            draw_counter(self.run, ci, self.vp, self.plot_x, top, h, p);
+        } else {
+            self.bars(li, lane, (top, h), p);
         }
-        lane.index.visible(vp.t0, vp.t1, vp.width, 1.0, &mut items);
+        p.unclip();
+    }
+
+    /// A lane's visible spans and merged pixel columns, batched by colour, faded where the
+    /// search does not match, and labelled where wider than 48 px.
+    fn bars(&mut self, li: usize, lane: &Lane, (top, h): (f64, f64), p: &mut dyn Painter) {
+        let (vp, plot_x) = (self.vp, self.plot_x);
+        lane.index
+            .visible(vp.t0, vp.t1, vp.width, 1.0, &mut self.items);
         let mut labels: Vec<(f64, f64, String)> = Vec::new();
-        for it in &items {
+        for it in &self.items {
             let (pos, x0, x1, alpha_scale, merged) = match *it {
                 Item::Span { pos, x0, x1 } => (pos, x0, x1, 1.0, None),
                 Item::Merged {
@@ -151,18 +190,13 @@ pub fn draw(
                     count,
                 } => (best, x0, x0 + 1.0, 0.5 + 0.5 * busy, Some((first, count))),
             };
-            let Some(target) = run.target(lane, pos) else {
+            let Some(target) = self.run.target(lane, pos) else {
                 continue;
             };
-            let (color, mut matched) = color_of(run, target, ov.matches);
-            // A merged column lights up when any of its kernels matches the search.
-            if let (Some((first, count)), Some(counts)) =
-                (merged, ov.lane_matches.and_then(|l| l.get(li)))
+            let (color, mut matched) = color_of(self.run, target, self.ov.matches);
+            if let Some(any) = merged.and_then(|(first, count)| self.merged_match(li, first, count))
             {
-                let (a, b) = (first as usize, first as usize + count as usize);
-                if let (Some(x), Some(y)) = (counts.get(a), counts.get(b)) {
-                    matched = y > x;
-                }
+                matched = any;
             }
             let alpha = if matched {
                 alpha_scale
@@ -170,54 +204,73 @@ pub fn draw(
                 0.18 * alpha_scale
             };
             let (x0c, x1c) = (x0.max(-1.0), x1.min(vp.width + 1.0));
-            batches.add(
+            self.batches.add(
                 color,
                 alpha,
                 [plot_x + x0c, top + 1.0, (x1c - x0c).max(1.0), h - 2.0],
             );
             if x1c - x0c > 48.0 {
-                labels.push((plot_x + x0c + 3.0, x1c - x0c - 6.0, label_of(run, target)));
+                labels.push((
+                    plot_x + x0c + 3.0,
+                    x1c - x0c - 6.0,
+                    label_of(self.run, target),
+                ));
             }
         }
-        batches.flush(p);
+        self.batches.flush(p);
         for (x, w, text) in labels {
             p.text(x, top + h / 2.0, &text, "#1a1a1a", Align::Left, w);
+        }
+    }
+
+    /// Whether any kernel of a merged column (`count` items of lane `li` from `first`)
+    /// matches the search; `None` without a search or its counts.
+    fn merged_match(&self, li: usize, first: u32, count: u32) -> Option<bool> {
+        let counts = self.ov.lane_matches.and_then(|l| l.get(li))?;
+        let (a, b) = (first as usize, first as usize + count as usize);
+        let (x, y) = (counts.get(a)?, counts.get(b)?);
+        Some(y > x)
+    }
+
+    /// Over the plot: the selected range, the range being dragged, and the outlines of the
+    /// pinned and the hovered bar.
+    fn overlay(&self, p: &mut dyn Painter) {
+        let (g, ov, plot_x) = (self.layout.geometry, self.ov, self.plot_x);
+        let height = self.layout.height;
+        let plot = [plot_x, g.axis_h, self.vp.width, height - g.axis_h];
+        p.clip(plot);
+        let band = |a: f64, b: f64| {
+            let (x0, x1) = (self.vp.x_of(a.min(b)), self.vp.x_of(a.max(b)));
+            [plot_x + x0, g.axis_h, (x1 - x0).max(1.0), height - g.axis_h]
+        };
+        if let Some((a, b)) = ov.selection {
+            p.fill_rects("#2f6fde", 0.12, &[band(a as f64, b as f64)]);
+        }
+        if let Some((a, b)) = ov.dragging {
+            p.fill_rects("#2f6fde", 0.2, &[band(a, b)]);
+        }
+        for (target, color, w) in [(ov.pinned, "#d6336c", 2.5), (ov.hover, "#111111", 1.5)] {
+            if let Some(target) = target {
+                self.outline(target, color, w, p);
+            }
         }
         p.unclip();
     }
 
-    let plot = [plot_x, g.axis_h, vp.width, layout.height - g.axis_h];
-    p.clip(plot);
-    let band = |a: f64, b: f64| {
-        let (x0, x1) = (vp.x_of(a.min(b)), vp.x_of(a.max(b)));
-        [
-            plot_x + x0,
-            g.axis_h,
-            (x1 - x0).max(1.0),
-            layout.height - g.axis_h,
-        ]
-    };
-    if let Some((a, b)) = ov.selection {
-        p.fill_rects("#2f6fde", 0.12, &[band(a as f64, b as f64)]);
-    }
-    if let Some((a, b)) = ov.dragging {
-        p.fill_rects("#2f6fde", 0.2, &[band(a, b)]);
-    }
-    for (target, color, w) in [(ov.pinned, "#d6336c", 2.5), (ov.hover, "#111111", 1.5)] {
-        let Some(target) = target else { continue };
-        let Some(li) = lane_of(run, target) else {
-            continue;
+    /// An outline around `target`'s bar in its lane.
+    fn outline(&self, target: Target, color: &str, w: f64, p: &mut dyn Painter) {
+        let Some(li) = lane_of(self.run, target) else {
+            return;
         };
-        let (top, h) = layout.rows[li];
-        let (s, e) = run.span_of(target);
-        let (x0, x1) = (vp.x_of(s as f64), vp.x_of(e as f64));
+        let (top, h) = self.layout.rows[li];
+        let (s, e) = self.run.span_of(target);
+        let (x0, x1) = (self.vp.x_of(s as f64), self.vp.x_of(e as f64));
         p.stroke_rect(
-            [plot_x + x0 - 1.0, top, (x1 - x0).max(1.0) + 2.0, h],
+            [self.plot_x + x0 - 1.0, top, (x1 - x0).max(1.0) + 2.0, h],
             color,
             w,
         );
     }
-    p.unclip();
 }
 
 fn color_of(run: &Run, t: Target, matches: Option<&Matches>) -> (&'static str, bool) {

@@ -404,86 +404,25 @@ fn parse_gqa_family(
     let head_dim = head_dim_or_split(sec, hidden, heads)?;
     let vocab = sec.req_pos("vocab_size")?;
     let tied = sec.bool_or("tie_word_embeddings", false)?;
-
-    let q_width = heads * head_dim;
-    let kv_width = kv_heads * head_dim;
-    // Biases (parameters only; bias adds are not FLOPs) and per-head q/k norms.
-    let mut attn_extra = match model_type {
-        // Qwen2 always has q/k/v biases; Qwen2-MoE has them unless `qkv_bias` is false.
-        "qwen2" => q_width + 2 * kv_width,
-        "qwen2_moe" if sec.bool_or("qkv_bias", true)? => q_width + 2 * kv_width,
-        "llama" | "qwen3" | "qwen3_moe" if sec.bool_or("attention_bias", false)? => {
-            q_width + 2 * kv_width + hidden
-        }
-        _ => 0,
-    };
-    if matches!(model_type, "qwen3" | "qwen3_moe") {
-        attn_extra += 2 * head_dim; // q_norm, k_norm over head_dim
-    }
+    let attn_extra = gqa_attn_extra(
+        sec,
+        model_type,
+        hidden,
+        heads * head_dim,
+        kv_heads * head_dim,
+        head_dim,
+    )?;
     let mlp_bias = model_type == "llama" && sec.bool_or("mlp_bias", false)?;
 
-    let (dense_layers, dense_ffn, moe_layers, moe) = match family {
-        Family::Mixtral => {
-            let experts = sec.req_pos("num_local_experts")?;
-            let top_k = sec.req_pos("num_experts_per_tok")?;
-            check_top_k(sec, "num_experts_per_tok", top_k, experts)?;
-            let moe = Moe {
-                experts,
-                top_k,
-                expert_inter: sec.req_pos("intermediate_size")?,
-                shared: None,
-                shared_gate: false,
-            };
-            (0, None, layers, Some(moe))
-        }
-        Family::QwenMoe => {
-            let experts = sec.req_u64("num_experts")?;
-            let step = sec.pos_or("decoder_sparse_step", 1)?;
-            let mlp_only: BTreeSet<u64> = sec
-                .opt_u64_list("mlp_only_layers")?
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
-            // transformers: layer i is sparse iff i not in mlp_only_layers and num_experts > 0
-            // and (i + 1) % decoder_sparse_step == 0.
-            let sparse = if experts == 0 {
-                0
-            } else {
-                let stepped = layers / step;
-                let excluded = mlp_only
-                    .iter()
-                    .filter(|&&i| i < layers && (i + 1) % step == 0)
-                    .count() as u64;
-                stepped.saturating_sub(excluded)
-            };
-            let moe = if sparse > 0 {
-                let top_k = sec.req_pos("num_experts_per_tok")?;
-                check_top_k(sec, "num_experts_per_tok", top_k, experts)?;
-                let shared = if model_type == "qwen2_moe" {
-                    let inter = sec.req_u64("shared_expert_intermediate_size")?;
-                    (inter > 0).then_some(Ffn {
-                        inter,
-                        gated: true,
-                        bias: false,
-                    })
-                } else {
-                    None
-                };
-                Some(Moe {
-                    experts,
-                    top_k,
-                    expert_inter: sec.req_pos("moe_intermediate_size")?,
-                    shared_gate: shared.is_some(),
-                    shared,
-                })
-            } else {
-                None
-            };
-            let dense = layers - sparse;
-            let dense_ffn = dense_ffn_if(sec, dense, false)?;
-            (dense, dense_ffn, sparse, moe)
-        }
-        _ => (layers, dense_ffn_if(sec, layers, mlp_bias)?, 0, None),
+    let ffn = match family {
+        Family::Mixtral => mixtral_ffn(sec, layers)?,
+        Family::QwenMoe => qwen_moe_ffn(sec, layers, model_type)?,
+        _ => FfnLayers {
+            dense_layers: layers,
+            dense_ffn: dense_ffn_if(sec, layers, mlp_bias)?,
+            moe_layers: 0,
+            moe: None,
+        },
     };
 
     Ok(Decoder {
@@ -499,13 +438,130 @@ fn parse_gqa_family(
         attn_extra_params: attn_extra,
         layer_norm_params: 2 * hidden,
         final_norm_params: hidden,
-        dense_layers,
-        dense_ffn,
-        moe_layers,
-        moe,
+        dense_layers: ffn.dense_layers,
+        dense_ffn: ffn.dense_ffn,
+        moe_layers: ffn.moe_layers,
+        moe: ffn.moe,
         tied,
         position_table: 0,
         sliding_window: sliding_window(sec, model_type)?,
+    })
+}
+
+/// Attention parameters beyond the projection matrices of the GQA family: biases (parameters
+/// only; bias adds are not FLOPs) and per-head q/k norms.
+fn gqa_attn_extra(
+    sec: &Section<'_>,
+    model_type: &str,
+    hidden: u64,
+    q_width: u64,
+    kv_width: u64,
+    head_dim: u64,
+) -> Result<u64, ModelError> {
+    let mut attn_extra = match model_type {
+        // Qwen2 always has q/k/v biases; Qwen2-MoE has them unless `qkv_bias` is false.
+        "qwen2" => q_width + 2 * kv_width,
+        "qwen2_moe" if sec.bool_or("qkv_bias", true)? => q_width + 2 * kv_width,
+        "llama" | "qwen3" | "qwen3_moe" if sec.bool_or("attention_bias", false)? => {
+            q_width + 2 * kv_width + hidden
+        }
+        _ => 0,
+    };
+    if matches!(model_type, "qwen3" | "qwen3_moe") {
+        attn_extra += 2 * head_dim; // q_norm, k_norm over head_dim
+    }
+    Ok(attn_extra)
+}
+
+/// How a decoder's layers divide between a dense FFN and a mixture of experts.
+struct FfnLayers {
+    dense_layers: u64,
+    dense_ffn: Option<Ffn>,
+    moe_layers: u64,
+    moe: Option<Moe>,
+}
+
+/// Mixtral: every layer is MoE, with `num_local_experts` experts of `intermediate_size`.
+fn mixtral_ffn(sec: &Section<'_>, layers: u64) -> Result<FfnLayers, ModelError> {
+    let experts = sec.req_pos("num_local_experts")?;
+    let top_k = sec.req_pos("num_experts_per_tok")?;
+    check_top_k(sec, "num_experts_per_tok", top_k, experts)?;
+    let moe = Moe {
+        experts,
+        top_k,
+        expert_inter: sec.req_pos("intermediate_size")?,
+        shared: None,
+        shared_gate: false,
+    };
+    Ok(FfnLayers {
+        dense_layers: 0,
+        dense_ffn: None,
+        moe_layers: layers,
+        moe: Some(moe),
+    })
+}
+
+/// Qwen2-MoE / Qwen3-MoE: sparse layers by `decoder_sparse_step` and `mlp_only_layers`, the
+/// others dense.
+fn qwen_moe_ffn(sec: &Section<'_>, layers: u64, model_type: &str) -> Result<FfnLayers, ModelError> {
+    let experts = sec.req_u64("num_experts")?;
+    let sparse = qwen_sparse_layers(sec, layers, experts)?;
+    let moe = if sparse > 0 {
+        Some(qwen_moe(sec, experts, model_type)?)
+    } else {
+        None
+    };
+    let dense = layers - sparse;
+    let dense_ffn = dense_ffn_if(sec, dense, false)?;
+    Ok(FfnLayers {
+        dense_layers: dense,
+        dense_ffn,
+        moe_layers: sparse,
+        moe,
+    })
+}
+
+/// Qwen MoE layers: transformers makes layer i sparse iff i is not in `mlp_only_layers`,
+/// `num_experts` > 0 and (i + 1) % `decoder_sparse_step` == 0.
+fn qwen_sparse_layers(sec: &Section<'_>, layers: u64, experts: u64) -> Result<u64, ModelError> {
+    let step = sec.pos_or("decoder_sparse_step", 1)?;
+    let mlp_only: BTreeSet<u64> = sec
+        .opt_u64_list("mlp_only_layers")?
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    Ok(if experts == 0 {
+        0
+    } else {
+        let stepped = layers / step;
+        let excluded = mlp_only
+            .iter()
+            .filter(|&&i| i < layers && (i + 1) % step == 0)
+            .count() as u64;
+        stepped.saturating_sub(excluded)
+    })
+}
+
+/// A Qwen MoE layer; Qwen2-MoE adds one gated shared expert.
+fn qwen_moe(sec: &Section<'_>, experts: u64, model_type: &str) -> Result<Moe, ModelError> {
+    let top_k = sec.req_pos("num_experts_per_tok")?;
+    check_top_k(sec, "num_experts_per_tok", top_k, experts)?;
+    let shared = if model_type == "qwen2_moe" {
+        let inter = sec.req_u64("shared_expert_intermediate_size")?;
+        (inter > 0).then_some(Ffn {
+            inter,
+            gated: true,
+            bias: false,
+        })
+    } else {
+        None
+    };
+    Ok(Moe {
+        experts,
+        top_k,
+        expert_inter: sec.req_pos("moe_intermediate_size")?,
+        shared_gate: shared.is_some(),
+        shared,
     })
 }
 
@@ -548,12 +604,41 @@ fn parse_deepseek(sec: &Section<'_>, model_type: &str) -> Result<Decoder, ModelE
     let tied = sec.bool_or("tie_word_embeddings", false)?;
     let attention_bias = sec.bool_or("attention_bias", false)?;
     let mlp_bias = sec.bool_or("mlp_bias", false)?;
+    let (attn, attn_extra) = deepseek_attention(sec, hidden, heads, attention_bias)?;
+    let ffn = deepseek_ffn(sec, layers, model_type, mlp_bias)?;
 
-    // MLA when kv_lora_rank is set (and `use_mla` is not false, as DeepSeek-OCR's remote-code
-    // config says); otherwise plain MHA/GQA with d = hidden / heads (DeepSeek configs' `head_dim`
-    // is the rope dim, so it is not used).
+    Ok(Decoder {
+        family: Family::DeepSeek,
+        hidden,
+        layers,
+        vocab,
+        attn,
+        attn_extra_params: attn_extra,
+        layer_norm_params: 2 * hidden,
+        final_norm_params: hidden,
+        dense_layers: ffn.dense_layers,
+        dense_ffn: ffn.dense_ffn,
+        moe_layers: ffn.moe_layers,
+        moe: ffn.moe,
+        tied,
+        position_table: 0,
+        sliding_window: None,
+    })
+}
+
+/// DeepSeek attention and its parameters beyond the projection matrices (norms, biases).
+///
+/// MLA when kv_lora_rank is set (and `use_mla` is not false, as DeepSeek-OCR's remote-code
+/// config says); otherwise plain MHA/GQA with d = hidden / heads (DeepSeek configs' `head_dim`
+/// is the rope dim, so it is not used).
+fn deepseek_attention(
+    sec: &Section<'_>,
+    hidden: u64,
+    heads: u64,
+    attention_bias: bool,
+) -> Result<(Attention, u64), ModelError> {
     let use_mla = sec.bool_or("use_mla", true)?;
-    let (attn, attn_extra) = match sec.opt_pos("kv_lora_rank")? {
+    Ok(match sec.opt_pos("kv_lora_rank")? {
         Some(kv_lora_rank) if use_mla => {
             let q_lora_rank = sec.opt_pos("q_lora_rank")?;
             let qk_nope = sec.req_u64("qk_nope_head_dim")?;
@@ -589,34 +674,47 @@ fn parse_deepseek(sec: &Section<'_>, model_type: &str) -> Result<Decoder, ModelE
             };
             (attn, extra)
         }
-    };
+    })
+}
 
+/// DeepSeekMoE: `n_routed_experts` routed experts plus `n_shared_experts` shared ones in the
+/// sparse layers, a dense FFN in the others.
+fn deepseek_ffn(
+    sec: &Section<'_>,
+    layers: u64,
+    model_type: &str,
+    mlp_bias: bool,
+) -> Result<FfnLayers, ModelError> {
     let experts = sec.u64_or("n_routed_experts", 0)?;
-    let sparse = if experts == 0 {
-        0
+    let sparse = deepseek_sparse_layers(sec, layers, experts, model_type)?;
+    let moe = if sparse > 0 {
+        Some(deepseek_moe(sec, experts, mlp_bias)?)
+    } else {
+        None
+    };
+    let dense_layers = layers - sparse;
+    Ok(FfnLayers {
+        dense_layers,
+        dense_ffn: dense_ffn_if(sec, dense_layers, mlp_bias)?,
+        moe_layers: sparse,
+        moe,
+    })
+}
+
+/// DeepSeek's MoE layers: from `mlp_layer_types` (DeepSeek-OCR-2, which must have it), else
+/// from `first_k_dense_replace` and `moe_layer_freq`.
+fn deepseek_sparse_layers(
+    sec: &Section<'_>,
+    layers: u64,
+    experts: u64,
+    model_type: &str,
+) -> Result<u64, ModelError> {
+    if experts == 0 {
+        Ok(0)
     } else if let Some(types) = sec.opt_str_list("mlp_layer_types")? {
-        // DeepSeek-OCR-2: one "dense"/"sparse" per layer.
-        if (types.len() as u64) < layers {
-            return Err(sec.invalid(
-                "mlp_layer_types",
-                format!("{} entries for {layers} layers", types.len()),
-            ));
-        }
-        let mut sparse = 0;
-        for t in types.iter().take(layers as usize) {
-            match *t {
-                "sparse" => sparse += 1,
-                "dense" => {}
-                other => {
-                    return Err(
-                        sec.invalid("mlp_layer_types", format!("unknown layer type {other:?}"))
-                    )
-                }
-            }
-        }
-        sparse
+        count_sparse_types(sec, &types, layers)
     } else if model_type == "deepseek_ocr2_text" {
-        return Err(sec.missing("mlp_layer_types"));
+        Err(sec.missing("mlp_layer_types"))
     } else {
         // Layer i is MoE iff i >= first_k_dense_replace and i % moe_layer_freq == 0
         // (DeepSeek's reference code; transformers ignores moe_layer_freq, which is 1 in
@@ -624,46 +722,49 @@ fn parse_deepseek(sec: &Section<'_>, model_type: &str) -> Result<Decoder, ModelE
         let first_dense = sec.req_u64("first_k_dense_replace")?.min(layers);
         let freq = sec.pos_or("moe_layer_freq", 1)?;
         let multiples_below = |n: u64| if n == 0 { 0 } else { (n - 1) / freq + 1 };
-        multiples_below(layers) - multiples_below(first_dense)
-    };
-    let moe = if sparse > 0 {
-        let top_k = sec.req_pos("num_experts_per_tok")?;
-        check_top_k(sec, "num_experts_per_tok", top_k, experts)?;
-        let expert_inter = sec.req_pos("moe_intermediate_size")?;
-        let shared_n = sec.u64_or("n_shared_experts", 0)?;
-        let shared = (shared_n > 0).then_some(Ffn {
-            inter: shared_n * expert_inter,
-            gated: true,
-            bias: mlp_bias,
-        });
-        Some(Moe {
-            experts,
-            top_k,
-            expert_inter,
-            shared,
-            shared_gate: false,
-        })
-    } else {
-        None
-    };
-    let dense_layers = layers - sparse;
+        Ok(multiples_below(layers) - multiples_below(first_dense))
+    }
+}
 
-    Ok(Decoder {
-        family: Family::DeepSeek,
-        hidden,
-        layers,
-        vocab,
-        attn,
-        attn_extra_params: attn_extra,
-        layer_norm_params: 2 * hidden,
-        final_norm_params: hidden,
-        dense_layers,
-        dense_ffn: dense_ffn_if(sec, dense_layers, mlp_bias)?,
-        moe_layers: sparse,
-        moe,
-        tied,
-        position_table: 0,
-        sliding_window: None,
+/// The `"sparse"` layers of DeepSeek-OCR-2's `mlp_layer_types` (one `"dense"`/`"sparse"` per
+/// layer).
+fn count_sparse_types(sec: &Section<'_>, types: &[&str], layers: u64) -> Result<u64, ModelError> {
+    if (types.len() as u64) < layers {
+        return Err(sec.invalid(
+            "mlp_layer_types",
+            format!("{} entries for {layers} layers", types.len()),
+        ));
+    }
+    let mut sparse = 0;
+    for t in types.iter().take(layers as usize) {
+        match *t {
+            "sparse" => sparse += 1,
+            "dense" => {}
+            other => {
+                return Err(sec.invalid("mlp_layer_types", format!("unknown layer type {other:?}")))
+            }
+        }
+    }
+    Ok(sparse)
+}
+
+/// A DeepSeekMoE layer: the shared experts count as one FFN of their summed size.
+fn deepseek_moe(sec: &Section<'_>, experts: u64, mlp_bias: bool) -> Result<Moe, ModelError> {
+    let top_k = sec.req_pos("num_experts_per_tok")?;
+    check_top_k(sec, "num_experts_per_tok", top_k, experts)?;
+    let expert_inter = sec.req_pos("moe_intermediate_size")?;
+    let shared_n = sec.u64_or("n_shared_experts", 0)?;
+    let shared = (shared_n > 0).then_some(Ffn {
+        inter: shared_n * expert_inter,
+        gated: true,
+        bias: mlp_bias,
+    });
+    Ok(Moe {
+        experts,
+        top_k,
+        expert_inter,
+        shared,
+        shared_gate: false,
     })
 }
 

@@ -249,7 +249,7 @@ fn header(b: &Bundle, s: &mut String) {
             parts.push(llmprof_report::fmt::gib(m));
         }
         if let Some(bw) = d.memory_bandwidth_bytes_per_s {
-            parts.push(format!("{:.0} GB/s", bw as f64 / 1e9));
+            parts.push(llmprof_report::fmt::gbps(bw));
         }
         if let Some(cc) = &d.compute_capability {
             parts.push(format!("CC {cc}"));

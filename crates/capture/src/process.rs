@@ -17,7 +17,12 @@ use llmprof_bundle::PassRecord;
 use crate::Interrupt;
 
 /// How long a stopped command gets to exit after SIGINT before it is killed.
+#[cfg(not(test))]
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
+/// Unit tests wait less: where SIGINT is inherited as ignored (a shell's background job), only
+/// the SIGKILL stops their `sleep`.
+#[cfg(test)]
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// One command to run.
 #[derive(Debug, Clone, Copy)]
@@ -317,7 +322,7 @@ mod tests {
                 "{:?}",
                 ran.record
             );
-            assert!(ran.record.wall_ns < (STOP_GRACE + Duration::from_secs(20)).as_nanos() as u64);
+            assert!(ran.record.wall_ns < (STOP_GRACE + Duration::from_secs(5)).as_nanos() as u64);
         }
     }
 }

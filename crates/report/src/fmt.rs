@@ -76,6 +76,11 @@ pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
+/// Bytes per second in GB/s, no decimal: `3352 GB/s`.
+pub fn gbps(bytes_per_s: u64) -> String {
+    format!("{:.0} GB/s", bytes_per_s as f64 / 1e9)
+}
+
 /// Joules with three significant digits: `0.0123` → `0.012`, `1.23`, `123`.
 pub fn joules(j: f64) -> String {
     if j.abs() >= 100.0 {
@@ -222,5 +227,6 @@ mod tests {
         assert_eq!(ms_text(12_340_000), "12.3 ms");
         assert_eq!(us_text(4_210.0), "4.2 µs");
         assert_eq!(gib(80 << 30), "80.0 GiB");
+        assert_eq!(gbps(3_352_000_000_000), "3352 GB/s");
     }
 }

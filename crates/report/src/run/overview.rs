@@ -3,7 +3,7 @@
 
 use llmprof_bundle::Bundle;
 
-use crate::fmt::{gib, joules, ms, ms_f, thousands};
+use crate::fmt::{gbps, gib, joules, ms, ms_f, thousands};
 use crate::table::{Column, TableView};
 
 pub(super) fn model_name(b: &Bundle) -> String {
@@ -33,11 +33,7 @@ pub(super) fn environment(b: &Bundle) -> TableView {
         let rows = [
             ("SMs", d.sm_count.map(|v| v.to_string())),
             ("Memory", d.memory_bytes.map(gib)),
-            (
-                "Memory bandwidth",
-                d.memory_bandwidth_bytes_per_s
-                    .map(|v| format!("{:.0} GB/s", v as f64 / 1e9)),
-            ),
+            ("Memory bandwidth", d.memory_bandwidth_bytes_per_s.map(gbps)),
             (
                 "SM clock (max)",
                 d.sm_clock_max_hz.map(|v| format!("{} MHz", v / 1_000_000)),

@@ -100,7 +100,13 @@ fn mfu_and_mbu_of_the_fixture_stages_recomputed_by_hand() {
     );
     let wall = prefill.wall_ns as f64 * 1e-9; // 0.397911601 s (nvtx_sum)
     assert!(close(pa.mfu.unwrap(), flops / wall / 989e12));
-    let busy = prefill.gpu_proj_ns as f64 * 1e-9; // 0.392074354 s (nvtx_gpu_proj_sum)
+    // "While busy" divides by the union of the stage's GPU activity, not its projected span
+    // (0.392074354 s of nvtx_gpu_proj_sum, nearly the whole wall).
+    let busy = prefill.gpu_busy_ns as f64 * 1e-9;
+    assert!(
+        busy < 0.5 * prefill.gpu_proj_ns as f64 * 1e-9,
+        "{busy} s busy"
+    );
     assert!(close(pa.mfu_busy.unwrap(), flops / busy / 989e12));
     let bytes = 2.0 * (weight_bytes() + 512.0 * KV);
     assert!(
@@ -507,4 +513,56 @@ fn fp32_batch_run_reaches_compute_bound_and_tensor_cores_unused() {
         "{:?}",
         t.evidence
     );
+}
+
+/// CUDA 13's CCCL library emits NVTX ranges in its own domain (`CCCL:cub::DeviceScan::…`):
+/// they stay in the bundle but are no stage, no MFU row, no comparison row; `show` and the run
+/// page list them as library ranges with their GPU time.
+#[test]
+fn library_ranges_are_kept_but_are_not_stages() {
+    let id = "20261122-040129-qwen3-moe-small-standard";
+    let b = sample(id);
+    let scan = b
+        .stages
+        .iter()
+        .find(|s| s.domain == "CCCL")
+        .expect("the sample has CCCL ranges");
+    assert!(b.is_library_range(scan));
+    assert!(scan.instances > 1000 && scan.gpu_proj_ns > 0);
+    let a = b.analysis.as_ref().unwrap();
+    assert!(a.stages.iter().all(|s| s.stage != scan.id), "no MFU row");
+    let report = llmprof_report::RunReport::of(&b, 10);
+    let library = "CCCL:cub::DeviceScan::InclusiveScan";
+    assert!(report.library.rows.iter().any(|r| r[0] == library));
+    assert!(report.stages.rows.iter().all(|r| !r[0].contains("cub::")));
+    let o = llmprof([
+        "show".as_ref(),
+        fixture(&format!("sample-runs/{id}")).as_os_str(),
+    ]);
+    let shown = String::from_utf8_lossy(&o.stdout);
+    let (stages, rest) = shown
+        .split_once("Library ranges")
+        .expect("a library section");
+    assert!(!stages.contains("cub::"), "{stages}");
+    assert!(rest.contains("cub::DeviceScan::InclusiveScan"), "{rest}");
+}
+
+/// A range in a non-default domain is a stage when the capture named it (`--stages prefill`
+/// or `--stages mydomain:prefill`).
+#[test]
+fn a_named_domain_is_a_stage() {
+    let mut b = Bundle::new("named");
+    let mut stage = sample("20261122-040129-qwen3-moe-small-standard").stages[0].clone();
+    stage.domain = "mydomain".into();
+    b.stages.push(stage.clone());
+    assert!(b.is_library_range(&stage));
+    for named in [stage.name.clone(), format!("mydomain:{}", stage.name)] {
+        b.capture = Some(llmprof_bundle::Capture {
+            stage_names: vec![named],
+            ..Default::default()
+        });
+        assert!(!b.is_library_range(&stage));
+    }
+    stage.domain = String::new();
+    assert!(!b.is_library_range(&stage));
 }

@@ -39,6 +39,14 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
         &r.stages,
         width,
     );
+    if !r.library.is_empty() {
+        section(
+            &mut s,
+            "Library ranges (NVTX domains of CUDA libraries; kept, but not stages)",
+            &r.library,
+            width,
+        );
+    }
     section(
         &mut s,
         &format!(
@@ -137,7 +145,7 @@ fn indent(table: &str) -> String {
 
 /// MFU/MBU per stage, run metrics, findings and the summary.
 fn analysis(s: &mut String, b: &Bundle, a: &Analysis, r: &RunReport, width: usize) {
-    s.push_str("\nMFU / MBU (wall = NVTX range time; busy = projected GPU time)\n");
+    s.push_str("\nMFU / MBU (wall = NVTX range time; busy = time the GPU ran the stage's work)\n");
     s.push_str(&wrap(&r.peak_line, width, 2));
     if let Some(m) = &a.model {
         s.push_str(&format!(

@@ -70,7 +70,7 @@ pub fn findings(
     if let Some(f) = vision_share(bundle, src) {
         out.push(f);
     }
-    for stage in bundle.stages.iter().filter(measured) {
+    for stage in bundle.workload_stages().filter(measured) {
         if let Some(f) = warmup_outlier(stage, src) {
             out.push(f);
         }
@@ -392,7 +392,7 @@ fn gemm_efficiency(
     ) {
         out.push(format!(
             "while the GPU is busy the stage moves {:.0} GB/s = {:.1}% of peak bandwidth \
-             (analytic bytes over projected GPU time); its GEMMs take {} in {} calls",
+             (analytic bytes over the stage's GPU busy time); its GEMMs take {} in {} calls",
             g,
             m * 100.0,
             ms(gemm_ns),
@@ -898,8 +898,7 @@ fn utilization(bundle: &Bundle, src: &str) -> Option<Finding> {
         return None;
     }
     let evidence = bundle
-        .stages
-        .iter()
+        .workload_stages()
         .filter(|s| !llmprof_bundle::is_warmup(&s.name))
         .map(|s| {
             format!(

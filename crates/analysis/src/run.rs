@@ -7,8 +7,7 @@ pub fn metrics(bundle: &Bundle, stages: &[StageAnalysis], peak: Option<&Peak>) -
     let mut notes = Vec::new();
     let of_role = |r: StageRole| {
         bundle
-            .stages
-            .iter()
+            .workload_stages()
             .find(|s| StageRole::of_name(&s.name) == r)
     };
     if let Some(prefill) = of_role(StageRole::Prefill) {

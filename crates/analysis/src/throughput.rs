@@ -129,8 +129,7 @@ pub fn stages(
     peak: Option<&Peak>,
 ) -> Vec<StageAnalysis> {
     bundle
-        .stages
-        .iter()
+        .workload_stages()
         .filter(|s| !llmprof_bundle::is_warmup(&s.name))
         .map(|stage| {
             let role = StageRole::of_name(&stage.name);
@@ -153,7 +152,9 @@ pub fn stages(
                 _ => None,
             };
             let wall_s = stage.wall_ns as f64 * 1e-9;
-            let busy_s = stage.gpu_proj_ns as f64 * 1e-9;
+            // While busy: over the union of the stage's GPU activity, not its projected span
+            // (which is nearly the whole wall of a launch-bound stage).
+            let busy_s = stage.gpu_busy_ns as f64 * 1e-9;
             let rate = |x: Option<f64>, secs: f64, unit: f64| {
                 x.filter(|_| secs > 0.0).map(|v| v / secs / unit)
             };

@@ -2,8 +2,10 @@
 //! names (`stages[].mfu`, `findings[].evidence`, `summary`, ...): keep them stable.
 //!
 //! * `mfu` and `mbu` are **fractions** (0.012 = 1.2 %), unlike the `*_pct` fields elsewhere.
-//! * `mfu` divides by the stage's wall time (NVTX range); `mfu_busy` by its projected GPU time
-//!   (`gpu_proj_ns`): "MFU while the GPU is busy".
+//! * `mfu` divides by the stage's wall time (NVTX range); `mfu_busy` by the union of its GPU
+//!   activity (`gpu_busy_ns`, CUDA graph work included): "MFU while the GPU is busy". Bundles
+//!   analysed before 2026-11-23 divided by the projected span `gpu_proj_ns` instead, nearly
+//!   the whole wall of a launch-bound stage; `llmprof analyze RUN` recomputes them.
 //! * A value that cannot be computed is `null`, and `note` says why; no number is invented.
 
 use serde::{Deserialize, Serialize};
@@ -143,7 +145,7 @@ pub struct StageAnalysis {
     /// Achieved TFLOP/s over the wall time.
     pub tflops: Option<f64>,
     pub mfu: Option<f64>,
-    /// MFU over the projected GPU time (`gpu_proj_ns`) instead of the wall.
+    /// MFU over the stage's GPU busy time (`gpu_busy_ns`) instead of the wall.
     pub mfu_busy: Option<f64>,
     /// MFU against the measured matmul ceiling, when calibrated.
     #[serde(default)]

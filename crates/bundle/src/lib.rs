@@ -234,6 +234,26 @@ impl Bundle {
     pub fn stage(&self, id: u32) -> Option<&Stage> {
         self.stages.get(id as usize)
     }
+
+    /// Whether `stage` is a library's NVTX range (CUDA 13's CCCL, NCCL, cuBLAS, …) rather than
+    /// a stage of the workload: a range in a non-default NVTX domain that the capture's
+    /// `--stages` did not name (as `name` or `domain:name`). Library ranges stay in the bundle
+    /// and the timeline, but are never shown as stages or analysed as one.
+    pub fn is_library_range(&self, stage: &Stage) -> bool {
+        if stage.domain.is_empty() {
+            return false;
+        }
+        let qualified = format!("{}:{}", stage.domain, stage.name);
+        let named = self.capture.iter().flat_map(|c| &c.stage_names);
+        !named
+            .into_iter()
+            .any(|n| *n == stage.name || *n == qualified)
+    }
+
+    /// The workload's stages: every stage but library ranges.
+    pub fn workload_stages(&self) -> impl Iterator<Item = &Stage> {
+        self.stages.iter().filter(|s| !self.is_library_range(s))
+    }
 }
 
 #[derive(Deserialize)]

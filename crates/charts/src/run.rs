@@ -75,8 +75,7 @@ pub(crate) fn legend_place(items: &[(RGBColor, String)], x0: i32) -> (i32, i32) 
 /// shown, in bundle order. `None` when no stage is left.
 pub fn stage_breakdown(bundle: &Bundle) -> Option<String> {
     let mut stages: Vec<&Stage> = bundle
-        .stages
-        .iter()
+        .workload_stages()
         .filter(|s| s.wall_ns > 0 || s.gpu_busy_ns > 0)
         .collect();
     if stages.is_empty() {

@@ -264,10 +264,10 @@ impl RunSummary {
     }
 }
 
-/// Top-level stages, warm-up excluded: what a comparison measures.
+/// Top-level stages of the workload, warm-up and library ranges excluded: what a comparison
+/// measures.
 fn measured_stages(b: &Bundle) -> impl Iterator<Item = &llmprof_bundle::Stage> {
-    b.stages
-        .iter()
+    b.workload_stages()
         .filter(|s| s.depth == 0 && !is_warmup(&s.name))
 }
 

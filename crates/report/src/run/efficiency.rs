@@ -19,7 +19,8 @@ pub(super) fn table(b: &Bundle) -> TableView {
         Column::text("Bound"),
     ])
     .from_source(
-        "FLOPs and bytes from the model config; time from the stage's wall (busy: GPU proj)",
+        "FLOPs and bytes from the model config; time from the stage's wall (busy: the union of \
+         its GPU activity)",
     );
     for s in b.analysis.iter().flat_map(|a| &a.stages) {
         t.push(vec![

@@ -28,6 +28,8 @@ pub struct RunReport {
     pub aggregates: TableView,
     /// Every stage (NVTX range or `record_function`), nested ones prefixed `· ` per level.
     pub stages: TableView,
+    /// NVTX ranges of libraries (CCCL, NCCL, …), with their GPU time; not stages.
+    pub library: TableView,
     pub vision_note: String,
     pub mfu: TableView,
     pub mfu_notes: Vec<String>,
@@ -87,6 +89,7 @@ impl RunReport {
             environment: overview::environment(b),
             aggregates: overview::aggregates(b),
             stages: stages::table(b),
+            library: stages::library_table(b),
             vision_note: stages::vision_note(b),
             mfu: efficiency::table(b),
             mfu_notes: efficiency::notes(b),

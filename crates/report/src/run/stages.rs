@@ -28,7 +28,7 @@ pub(super) fn table(b: &Bundle) -> TableView {
         Column::num("GPU busy (%)"),
     ])
     .from_source(source);
-    for s in &b.stages {
+    for s in b.workload_stages() {
         let name = if s.domain.is_empty() {
             s.name.clone()
         } else {
@@ -44,6 +44,31 @@ pub(super) fn table(b: &Bundle) -> TableView {
             thousands(s.gpu_ops),
             ms(s.kernel_ns),
             pct(s.gpu_busy_pct),
+        ]);
+    }
+    t
+}
+
+/// NVTX ranges of libraries (non-default domains the capture did not name): their GPU time,
+/// never shown as stages.
+pub(super) fn library_table(b: &Bundle) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Range"),
+        Column::num("Instances"),
+        Column::num("Wall (ms)"),
+        Column::num("GPU proj (ms)"),
+        Column::num("GPU ops"),
+        Column::num("Kernel (ms)"),
+    ])
+    .from_source("NVTX ranges in library domains (CCCL, NCCL, cuBLAS, …), kept in the bundle");
+    for s in b.stages.iter().filter(|s| b.is_library_range(s)) {
+        t.push(vec![
+            format!("{}:{}", s.domain, s.name),
+            thousands(s.instances),
+            ms(s.wall_ns),
+            ms(s.gpu_proj_ns),
+            thousands(s.gpu_ops),
+            ms(s.kernel_ns),
         ]);
     }
     t

@@ -167,14 +167,15 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, r: &RunReport, width: usiz
     let run = &a.run;
     let mut line = Vec::new();
     if let Some(d) = &run.ttft {
-        line.push(format!("TTFT median {} ms", ms(d.median_ns as u64)));
+        line.push(format!(
+            "TTFT (median of {}): {} ms",
+            d.count,
+            ms(d.median_ns as u64)
+        ));
     }
     if let Some(d) = &run.tpot {
-        line.push(format!(
-            "TPOT median {} ms (p90 {} ms)",
-            ms(d.median_ns as u64),
-            ms(d.p90_ns as u64)
-        ));
+        let (label, value) = llmprof_report::run::tpot_cell(d);
+        line.push(format!("{label}: {value}"));
     }
     if let Some(t) = run.decode_tokens_per_s {
         line.push(format!("{t:.1} tokens/s in decode"));

@@ -127,15 +127,13 @@ fn run_metrics(b: &Bundle, agg: &mut TableView) {
     };
     if let Some(d) = &r.ttft {
         agg.push(vec![
-            "TTFT, prefill wall (median ms)".into(),
+            format!("TTFT, prefill wall (median of {}, ms)", d.count),
             ms_f(d.median_ns),
         ]);
     }
     if let Some(d) = &r.tpot {
-        agg.push(vec![
-            "TPOT (median / p90 ms)".into(),
-            format!("{} / {}", ms_f(d.median_ns), ms_f(d.p90_ns)),
-        ]);
+        let (label, value) = tpot_cell(d);
+        agg.push(vec![label, value]);
     }
     if let Some(v) = r.generated_tokens {
         agg.push(vec!["Generated tokens".into(), thousands(v)]);
@@ -147,6 +145,28 @@ fn run_metrics(b: &Bundle, agg: &mut TableView) {
         agg.push(vec!["Model MFU (%)".into(), format!("{:.2}", v * 100.0)]);
     }
 }
+
+/// TPOT is each decode instance's mean step time; its p90 is shown only from
+/// [`PERCENTILE_MIN_SAMPLES`] instances up, since a percentile of a few samples is their maximum.
+pub fn tpot_cell(d: &llmprof_bundle::Distribution) -> (String, String) {
+    if d.count >= PERCENTILE_MIN_SAMPLES {
+        (
+            format!(
+                "TPOT, mean step per instance (median / p90 of {}, ms)",
+                d.count
+            ),
+            format!("{} / {}", ms_f(d.median_ns), ms_f(d.p90_ns)),
+        )
+    } else {
+        (
+            format!("TPOT, mean step per instance (median of {}, ms)", d.count),
+            ms_f(d.median_ns),
+        )
+    }
+}
+
+/// Fewest samples a p90 is shown for.
+pub const PERCENTILE_MIN_SAMPLES: u64 = 10;
 
 /// The files the bundle was ingested from.
 pub(super) fn inputs(b: &Bundle) -> TableView {

@@ -101,6 +101,28 @@ pub(crate) fn capture_target(run_dir: &Path) -> Option<String> {
     probe.capture.map(|c| c.target)
 }
 
+/// Every regular file under `dir`, its subdirectories included, sorted by path; an
+/// unreadable directory contributes nothing. For a run's `raw/` artifacts.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

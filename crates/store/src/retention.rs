@@ -21,28 +21,16 @@ pub const COMPRESS_NOW_BYTES: u64 = 64 << 20;
 /// compressed (`x` becomes `x.gz`); returns the files compressed. A file that fails to
 /// compress is left as it was.
 pub fn compress_raw(raw: &Path, min_bytes: u64) -> Vec<PathBuf> {
-    let mut done = Vec::new();
-    let mut stack = vec![raw.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let big = e.metadata().map(|m| m.len() > min_bytes).unwrap_or(false);
+    crate::files_under(raw)
+        .into_iter()
+        .filter(|p| {
+            let big = std::fs::metadata(p).is_ok_and(|m| m.len() > min_bytes);
             let compressed = p
                 .extension()
                 .is_some_and(|x| x == "gz" || x == "nsys-rep" || x == "sqlite");
-            if big && !compressed && gzip(&p).is_ok() {
-                done.push(p);
-            }
-        }
-    }
-    done
+            big && !compressed && gzip(p).is_ok()
+        })
+        .collect()
 }
 
 fn gzip(path: &Path) -> std::io::Result<()> {

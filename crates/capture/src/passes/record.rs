@@ -338,22 +338,7 @@ fn command_overhead(passes: &[PassRecord], kineto_traced: bool) -> Vec<Overhead>
 
 /// Every file under `raw/` with its size and sha256.
 fn manifest(work_dir: &Path, raw: &Path) -> Vec<ManifestEntry> {
-    let mut files = Vec::new();
-    let mut stack = vec![raw.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files = llmprof_store::files_under(raw);
     files
         .into_iter()
         .filter_map(|p| {

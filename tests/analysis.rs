@@ -566,3 +566,24 @@ fn a_named_domain_is_a_stage() {
     stage.domain = String::new();
     assert!(!b.is_library_range(&stage));
 }
+
+/// Warm-up ranges fold into one row on top of the stage table; the ranges themselves (and those
+/// nested in them) are listed apart.
+#[test]
+fn warmup_ranges_fold_into_one_row() {
+    let b = sample("20261122-035856-deepseek-ocr2-standard");
+    let report = llmprof_report::RunReport::of(&b, 10);
+    let rows: Vec<&str> = report.stages.rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(rows[0], "warm-up (2 ranges)", "{rows:?}");
+    assert!(rows[1..].iter().all(|r| !r.contains("warmup")), "{rows:?}");
+    let top: Vec<_> = b
+        .stages
+        .iter()
+        .filter(|s| s.depth == 0 && llmprof_bundle::is_warmup(&s.name))
+        .collect();
+    let wall: u64 = top.iter().map(|s| s.wall_ns).sum();
+    assert_eq!(report.stages.rows[0][2], llmprof_report::fmt::ms(wall));
+    let warm: Vec<&str> = report.warmup.rows.iter().map(|r| r[0].as_str()).collect();
+    assert!(warm.iter().any(|r| r.ends_with("warmup_sam")), "{warm:?}");
+    assert!(warm.len() >= top.len());
+}

@@ -27,8 +27,11 @@ pub struct RunReport {
     pub device: String,
     pub environment: TableView,
     pub aggregates: TableView,
-    /// Every stage (NVTX range or `record_function`), nested ones prefixed `· ` per level.
+    /// Every stage of the workload (NVTX range or `record_function`), nested ones prefixed `· `
+    /// per level, warm-up folded into one row.
     pub stages: TableView,
+    /// Warm-up ranges and the ranges nested in them, folded into one row of `stages`.
+    pub warmup: TableView,
     /// NVTX ranges of libraries (CCCL, NCCL, …), with their GPU time; not stages.
     pub library: TableView,
     pub vision_note: String,
@@ -90,6 +93,7 @@ impl RunReport {
             environment: overview::environment(b),
             aggregates: overview::aggregates(b),
             stages: stages::table(b),
+            warmup: stages::warmup_table(b),
             library: stages::library_table(b),
             vision_note: stages::vision_note(b),
             mfu: efficiency::table(b),

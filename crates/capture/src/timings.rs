@@ -280,6 +280,22 @@ pub fn image_tokens(raw: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Tokens per sequence whose logits prefill computed, as the driver measured them (the logits'
+/// length): 1 under `logits_to_keep=1`, the prompt length for a model whose forward lacks it.
+/// 1 when no pass recorded it (drivers before it measured).
+pub fn prefill_logits(raw: &Path) -> u64 {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        prefill_logits: Option<u64>,
+    }
+    ["baseline", "nsys", "kineto", "flops"]
+        .iter()
+        .find_map(|pass| read_json::<Meta>(&raw.join(pass).join("metadata.json"))?.prefill_logits)
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
 /// The device ceilings the calibrate pass measured in deep mode (`measured_tflops`,
 /// `measured_gbps` in its metadata): one large GEMM and one device copy.
 pub fn calibration(raw: &Path) -> (Option<f64>, Option<f64>) {
@@ -326,6 +342,22 @@ pub fn versions_into(raw: &Path, snap: &mut EnvSnapshot) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The driver measures the logits prefill computed; a model whose forward lacks
+    /// `logits_to_keep` computes one per prompt token, and the metadata must say so.
+    #[test]
+    fn prefill_logits_come_from_the_driver() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        assert_eq!(prefill_logits(raw), 1, "no pass recorded it");
+        std::fs::create_dir_all(raw.join("baseline")).unwrap();
+        std::fs::write(
+            raw.join("baseline/metadata.json"),
+            r#"{"prompt_tokens": 512, "prefill_logits": 512}"#,
+        )
+        .unwrap();
+        assert_eq!(prefill_logits(raw), 512);
+    }
 
     /// The records the driver writes (the H100 call's `optimize` objects): an ok compile with
     /// its graph capture, a failed one, and an eager pass, which leaves no record.

@@ -202,7 +202,7 @@ fn write_metadata(
         "prompt_tokens": t.inputs.prompt_tokens,
         "image_tokens": image_tokens,
         "decode_steps": vec![t.inputs.max_new_tokens; decode_instances as usize],
-        "prefill_logits": 1,
+        "prefill_logits": timings::prefill_logits(&s.raw),
         "counted_flops": timings::counted_flops(&s.raw),
         "counted_flops_source": "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)",
         "measured_tflops": cal.0,

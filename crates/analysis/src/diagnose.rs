@@ -901,8 +901,16 @@ fn utilization(bundle: &Bundle, src: &str) -> Option<Finding> {
         .workload_stages()
         .filter(|s| !llmprof_bundle::is_warmup(&s.name))
         .map(|s| {
+            // The share is over the stage's window: its wall, extended where GPU work outlasts
+            // the range; say so when that makes it differ from busy / wall.
+            let of_wall = s.gpu_busy_ns as f64 * 100.0 / s.wall_ns.max(1) as f64;
+            let extended = if of_wall > s.gpu_busy_pct + 0.05 {
+                " extended to the end of the GPU work that outlasted it"
+            } else {
+                ""
+            };
             format!(
-                "{}: GPU busy {:.1}% ({} of {} wall, {} instance(s), {src})",
+                "{}: GPU busy {:.1}% ({} of {} wall{extended}, {} instance(s), {src})",
                 s.name,
                 s.gpu_busy_pct,
                 ms(s.gpu_busy_ns),

@@ -370,3 +370,67 @@ fn partly_bad_trace_yields_a_bundle_with_diagnostics() {
         "the launched kernel is attributed to prefill"
     );
 }
+
+/// `llmprof diff`: a 10% slower decode over 12 instances each is called slower with its
+/// interval; the real 3-iteration samples get no verdict (too few samples for 95%); JSON parses.
+#[test]
+fn diff_tells_a_real_change_from_too_few_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = fixture("sample-runs/20261123-154903-qwen2.5-0.5b-standard/bundle.json");
+    let base = Bundle::from_json(&std::fs::read_to_string(&sample).unwrap()).unwrap();
+    // Twelve decode instances with a few percent of spread; B the same, 10% slower.
+    let write = |name: &str, scale: f64| {
+        let mut b = base.clone();
+        let decode = b.stages.iter_mut().find(|s| s.name == "decode").unwrap();
+        let first = decode.instance_list[0].clone();
+        decode.instance_list = (0..12u64)
+            .map(|i| {
+                let mut inst = first.clone();
+                let jitter = 1.0 + ((i * 7) % 5) as f64 * 0.01;
+                inst.wall_ns = (2.0e9 * jitter * scale) as u64;
+                inst
+            })
+            .collect();
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join("bundle.json"), serde_json::to_string(&b).unwrap()).unwrap();
+        path
+    };
+    let (a, b) = (write("a", 1.0), write("b", 1.1));
+    let o = llmprof(["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let decode = text.lines().find(|l| l.contains("decode wall")).unwrap();
+    assert!(
+        decode.contains("slower") && decode.contains("n=12"),
+        "{text}"
+    );
+    let prefill = text.lines().find(|l| l.contains("prefill wall")).unwrap();
+    assert!(prefill.contains("too few samples (n=3 vs 3)"), "{text}");
+    let same = llmprof(["diff".as_ref(), a.as_os_str(), a.as_os_str()]);
+    let same = String::from_utf8_lossy(&same.stdout).into_owned();
+    assert!(
+        same.lines()
+            .any(|l| l.contains("decode wall") && l.contains("no significant change")),
+        "{same}"
+    );
+    let json = llmprof([
+        "diff".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "decode wall (ms)")
+        .unwrap();
+    assert_eq!(row["verdict"], "slower");
+    let [lo, hi, level] = [0, 1, 2].map(|i| row["delta_ci"][i].as_f64().unwrap());
+    assert!(lo > 0.0 && hi > lo && level >= 0.95, "{row}");
+    let bad = llmprof(["diff".as_ref(), "/nonexistent".as_ref(), a.as_os_str()]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent"));
+}

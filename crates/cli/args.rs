@@ -39,6 +39,16 @@ pub enum Command {
     ///
     /// Example: llmprof analyze runs/20261121-235636-qwen2-h200 --decode-steps 2,16 --peak-tflops 780
     Analyze(AnalyzeArgs),
+    /// Compare run B with run A, per measured stage and for TPOT, telling change from noise.
+    ///
+    /// Each figure shows both medians with their 95% confidence intervals (order statistics),
+    /// the shift from A to B with its interval (Hodges–Lehmann with the Mann–Whitney interval;
+    /// distribution-free) and a verdict: slower, faster, or no significant change. No verdict is
+    /// drawn where the intervals cannot support it: at least 6 instances per stage are needed
+    /// for a 95% interval of a median, and 3 against 3 never reach 95%.
+    ///
+    /// Example: llmprof diff runs/A runs/B --markdown >> "$GITHUB_STEP_SUMMARY"
+    Diff(DiffArgs),
     /// Build the static report site.
     #[command(subcommand)]
     Site(SiteCommand),
@@ -283,6 +293,22 @@ pub struct ShowArgs {
     /// Rows in the kernel and operator tables.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline run (a run directory or its bundle.json).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The run compared with it.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print the diff as JSON.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the diff as a Markdown table (a pull-request comment).
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 /// What `llmprof show` does, validated.

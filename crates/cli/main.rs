@@ -6,6 +6,7 @@
 mod analyze_cmd;
 mod args;
 mod capture_cmd;
+mod diff_cmd;
 mod ingest_cmd;
 mod show;
 mod site_cmd;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         args::Command::Ingest(a) => ingest_cmd::run(a.into_config()),
         args::Command::Show(a) => show::run(a.into_config()),
         args::Command::Analyze(a) => analyze_cmd::run(a),
+        args::Command::Diff(a) => diff_cmd::run(a),
         args::Command::Site(args::SiteCommand::Build(a)) => site_cmd::build(a),
         args::Command::Capture(a) => capture_cmd::run(a),
     };

@@ -14,9 +14,11 @@
 
 pub mod before_after;
 pub mod compare;
+pub mod diff;
 pub mod fmt;
 pub mod palette;
 pub mod run;
+pub mod stats;
 pub mod table;
 
 pub use compare::{Comparison, Norm, RunSummary};

@@ -1,0 +1,82 @@
+//! `llmprof diff A B`: the report crate's `Diff` of two runs on the terminal, as Markdown or as
+//! JSON.
+
+use std::io::Write;
+
+use anyhow::Result;
+use llmprof_report::diff::{verdict_text, Diff};
+use llmprof_report::TableView;
+use serde_json::json;
+
+use crate::args::DiffArgs;
+use crate::table;
+
+pub fn run(args: DiffArgs) -> Result<()> {
+    let a = llmprof_store::read_bundle(&args.a)?;
+    let b = llmprof_store::read_bundle(&args.b)?;
+    let diff = Diff::of(&a, &b);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &as_json(&diff))?;
+        writeln!(out)?;
+    } else if args.markdown {
+        out.write_all(markdown(&diff).as_bytes())?;
+    } else {
+        writeln!(out, "B {} against A {}", diff.b, diff.a)?;
+        if diff.rows.is_empty() {
+            writeln!(out, "  (the runs have no top-level stage in common)")?;
+        } else {
+            out.write_all(table::render(&diff.table(), 160).as_bytes())?;
+        }
+        writeln!(out, "  source: {}", diff.table().source)?;
+    }
+    Ok(())
+}
+
+fn as_json(d: &Diff) -> serde_json::Value {
+    let ci = |c: Option<(f64, f64, f64)>| c.map(|(lo, hi, level)| json!([lo, hi, level]));
+    let rows: Vec<serde_json::Value> = d
+        .rows
+        .iter()
+        .map(|r| {
+            let median = |m: Option<llmprof_report::stats::MedianCi>| {
+                m.map(|m| json!({"n": m.n, "median": m.median, "ci": ci(m.ci), "cv_pct": m.cv_pct}))
+            };
+            json!({
+                "metric": r.metric,
+                "a": median(r.a),
+                "b": median(r.b),
+                "delta": r.shift.map(|s| s.delta),
+                "delta_ci": r.shift.and_then(|s| ci(s.ci)),
+                "delta_pct": r.delta_pct(),
+                "verdict": verdict_text(r),
+            })
+        })
+        .collect();
+    json!({"a": d.a, "b": d.b, "rows": rows})
+}
+
+/// A GitHub-flavoured Markdown table; `|` in cells escaped.
+fn markdown(d: &Diff) -> String {
+    let t: TableView = d.table();
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut s = format!(
+        "**llmprof diff**: `{}` against `{}`\n\n",
+        cell(&d.b),
+        cell(&d.a)
+    );
+    let headers: Vec<String> = t.columns.iter().map(|c| cell(&c.header)).collect();
+    s.push_str(&format!("| {} |\n", headers.join(" | ")));
+    let align: Vec<&str> = t
+        .columns
+        .iter()
+        .map(|c| if c.numeric { "---:" } else { "---" })
+        .collect();
+    s.push_str(&format!("|{}|\n", align.join("|")));
+    for row in &t.rows {
+        let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
+        s.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    s.push_str(&format!("\n_Source: {}._\n", t.source));
+    s
+}

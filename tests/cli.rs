@@ -371,14 +371,11 @@ fn partly_bad_trace_yields_a_bundle_with_diagnostics() {
     );
 }
 
-/// `llmprof diff`: a 10% slower decode over 12 instances each is called slower with its
-/// interval; the real 3-iteration samples get no verdict (too few samples for 95%); JSON parses.
-#[test]
-fn diff_tells_a_real_change_from_too_few_samples() {
-    let dir = tempfile::tempdir().unwrap();
+/// Two runs of twelve decode instances with a few percent of spread, B 10% slower than A,
+/// written as run directories under `dir`.
+fn slower_decode_runs(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let sample = fixture("sample-runs/20261123-154903-qwen2.5-0.5b-standard/bundle.json");
     let base = Bundle::from_json(&std::fs::read_to_string(&sample).unwrap()).unwrap();
-    // Twelve decode instances with a few percent of spread; B the same, 10% slower.
     let write = |name: &str, scale: f64| {
         let mut b = base.clone();
         let decode = b.stages.iter_mut().find(|s| s.name == "decode").unwrap();
@@ -391,12 +388,20 @@ fn diff_tells_a_real_change_from_too_few_samples() {
                 inst
             })
             .collect();
-        let path = dir.path().join(name);
+        let path = dir.join(name);
         std::fs::create_dir_all(&path).unwrap();
         std::fs::write(path.join("bundle.json"), serde_json::to_string(&b).unwrap()).unwrap();
         path
     };
-    let (a, b) = (write("a", 1.0), write("b", 1.1));
+    (write("a", 1.0), write("b", 1.1))
+}
+
+/// `llmprof diff`: a 10% slower decode over 12 instances each is called slower with its
+/// interval; the real 3-iteration samples get no verdict (too few samples for 95%); JSON parses.
+#[test]
+fn diff_tells_a_real_change_from_too_few_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = slower_decode_runs(dir.path());
     let o = llmprof(["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -433,4 +438,49 @@ fn diff_tells_a_real_change_from_too_few_samples() {
     let bad = llmprof(["diff".as_ref(), "/nonexistent".as_ref(), a.as_os_str()]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent"));
+}
+
+/// `llmprof check`: a 10% slower decode exceeds a +5% budget beyond noise (exit 1, the term
+/// named, the step summary written) and stays within +20%; a malformed term exits 2.
+#[test]
+fn check_gates_on_budgets_beyond_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = slower_decode_runs(dir.path());
+    let summary = dir.path().join("summary.md");
+    let check = |budget: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_llmprof"))
+            .args([
+                "check".as_ref(),
+                b.as_os_str(),
+                "--against".as_ref(),
+                a.as_os_str(),
+            ])
+            .args(["--budget", budget])
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .output()
+            .unwrap()
+    };
+    let o = check("decode.wall<=+5%");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("budget exceeded beyond noise: decode.wall<=+5%"),
+        "{err}"
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains("| decode wall (ms) |") && md.contains("decode.wall<=+5%: EXCEEDED"),
+        "{md}"
+    );
+    let o = check("decode.wall<=+20%, prefill.ttft<=+5%");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("decode.wall<=+20%: within"), "{out}");
+    assert!(
+        out.contains("prefill.ttft<=+5%: not judged: too few samples"),
+        "{out}"
+    );
+    let o = check("decode.tpot<5%");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("budget term `decode.tpot<5%`"));
 }

@@ -49,6 +49,19 @@ pub enum Command {
     ///
     /// Example: llmprof diff runs/A runs/B --markdown >> "$GITHUB_STEP_SUMMARY"
     Diff(DiffArgs),
+    /// Gate a run against a baseline: exit 1 when a budget is exceeded beyond noise.
+    ///
+    /// Prints the diff and each budget term's verdict either way, and appends both as Markdown
+    /// to $GITHUB_STEP_SUMMARY when that is set. A term is exceeded only when the whole 95%
+    /// interval of Δ% lies beyond its limit; with too few samples nothing is claimed (exit 0,
+    /// and the term says so). Metrics: STAGE.wall, prefill.ttft (the prefill wall),
+    /// decode.tpot, STAGE.mfu. A malformed budget is an error naming the term (exit 2).
+    ///
+    /// Example:
+    ///   llmprof check runs/new --against runs/main \
+    ///       --budget "decode.tpot<=+5%,prefill.ttft<=+5%,prefill.mfu>=-5%"
+    #[command(verbatim_doc_comment)]
+    Check(CheckArgs),
     /// Build the static report site.
     #[command(subcommand)]
     Site(SiteCommand),
@@ -309,6 +322,19 @@ pub struct DiffArgs {
     /// Print the diff as a Markdown table (a pull-request comment).
     #[arg(long)]
     pub markdown: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The run under test (a run directory or its bundle.json).
+    #[arg(value_name = "RUN")]
+    pub run: PathBuf,
+    /// The baseline run.
+    #[arg(long, value_name = "BASE")]
+    pub against: PathBuf,
+    /// Comma-separated terms: STAGE.METRIC<=+N% or STAGE.METRIC>=-N%.
+    #[arg(long, value_name = "TERMS")]
+    pub budget: String,
 }
 
 /// What `llmprof show` does, validated.

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         args::Command::Show(a) => show::run(a.into_config()),
         args::Command::Analyze(a) => analyze_cmd::run(a),
         args::Command::Diff(a) => diff_cmd::run(a),
+        args::Command::Check(a) => diff_cmd::check(a),
         args::Command::Site(args::SiteCommand::Build(a)) => site_cmd::build(a),
         args::Command::Capture(a) => capture_cmd::run(a),
     };
@@ -41,6 +42,9 @@ fn main() -> ExitCode {
                 return ExitCode::from(130);
             }
             eprintln!("error: {e:#}");
+            if e.downcast_ref::<diff_cmd::BadBudget>().is_some() {
+                return ExitCode::from(2);
+            }
             ExitCode::FAILURE
         }
     }

@@ -15,6 +15,8 @@ use crate::table::{Column, TableView};
 /// One compared figure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffRow {
+    /// What a budget names it by: `decode.wall`, `decode.tpot`, `prefill.mfu`.
+    pub key: String,
     /// `decode wall (ms)`, `TPOT (ms)`.
     pub metric: String,
     pub a: Option<MedianCi>,
@@ -43,15 +45,23 @@ impl Diff {
     pub fn of(a: &Bundle, b: &Bundle) -> Diff {
         let mut rows = Vec::new();
         for name in stage_names(a, b) {
-            let row = compare(
+            rows.push(compare(
+                format!("{name}.wall"),
                 format!("{name} wall (ms)"),
                 &stage_walls(a, &name),
                 &stage_walls(b, &name),
-            );
-            rows.push(row);
+            ));
+            if let (Some(x), Some(y)) = (stage_mfu(a, &name), stage_mfu(b, &name)) {
+                rows.push(compare(
+                    format!("{name}.mfu"),
+                    format!("{name} MFU (%)"),
+                    &x,
+                    &y,
+                ));
+            }
         }
         if let (Some(x), Some(y)) = (tpot(a), tpot(b)) {
-            rows.push(compare("TPOT (ms)".into(), &x, &y));
+            rows.push(compare("decode.tpot".into(), "TPOT (ms)".into(), &x, &y));
         }
         Diff {
             a: a.run_id.clone(),
@@ -103,11 +113,15 @@ fn median_cell(m: Option<MedianCi>) -> String {
     }
 }
 
-/// `slower`, `faster`, `no significant change`, or why nothing can be said.
+/// `slower`, `faster` (`higher`, `lower` for MFU), `no significant change`, or why nothing can
+/// be said.
 pub fn verdict_text(r: &DiffRow) -> String {
+    let time = !r.key.ends_with(".mfu");
     match r.verdict {
-        Verdict::Higher => "slower".into(),
-        Verdict::Lower => "faster".into(),
+        Verdict::Higher if time => "slower".into(),
+        Verdict::Lower if time => "faster".into(),
+        Verdict::Higher => "higher".into(),
+        Verdict::Lower => "lower".into(),
         Verdict::NoChange => "no significant change".into(),
         Verdict::TooFewSamples => {
             let n = |m: Option<MedianCi>| m.map_or(0, |m| m.n);
@@ -121,9 +135,10 @@ pub fn verdict_text(r: &DiffRow) -> String {
     }
 }
 
-fn compare(metric: String, a: &[f64], b: &[f64]) -> DiffRow {
+fn compare(key: String, metric: String, a: &[f64], b: &[f64]) -> DiffRow {
     let s = shift(a, b);
     DiffRow {
+        key,
         metric,
         a: median_ci(a),
         b: median_ci(b),
@@ -156,6 +171,26 @@ fn stage_walls(b: &Bundle, name: &str) -> Vec<f64> {
         .collect()
 }
 
+/// MFU (%) of each instance of the stage: the analysis' FLOPs per instance over the instance's
+/// wall, against the run's peak; `None` without FLOPs or a peak.
+fn stage_mfu(b: &Bundle, name: &str) -> Option<Vec<f64>> {
+    let a = b.analysis.as_ref()?;
+    let tflops = a.peak.as_ref()?.tflops;
+    let sa = a.stages.iter().find(|s| s.name == name)?;
+    let stage = b
+        .stage(sa.stage)
+        .filter(|s| s.depth == 0 && s.instances > 0)?;
+    let per_instance = sa.flops? / stage.instances as f64;
+    stage
+        .instance_list
+        .iter()
+        .map(|i| {
+            (i.wall_ns > 0)
+                .then(|| per_instance / (i.wall_ns as f64 * 1e-9) / (tflops * 1e12) * 100.0)
+        })
+        .collect()
+}
+
 /// TPOT per decode instance, ms: its wall over its steps; `None` without the steps.
 fn tpot(b: &Bundle) -> Option<Vec<f64>> {
     let decode = b
@@ -171,4 +206,132 @@ fn tpot(b: &Bundle) -> Option<Vec<f64>> {
             Some(inst.wall_ns as f64 / steps as f64 / 1e6)
         })
         .collect()
+}
+
+/// One term of a budget: `decode.tpot<=+5%`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    /// The row's key (`prefill.ttft` is `prefill.wall`).
+    pub key: String,
+    /// The term as written.
+    pub term: String,
+    /// `true` for `<=` (B may rise at most `limit_pct`), `false` for `>=` (may fall at most).
+    pub at_most: bool,
+    pub limit_pct: f64,
+}
+
+/// Parses `decode.tpot<=+5%,prefill.ttft<=+5%,prefill.mfu>=-5%`; the error names the bad term
+/// and says what a term looks like.
+pub fn parse_budget(text: &str) -> Result<Vec<Budget>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|term| {
+            let bad = |why: &str| {
+                format!(
+                    "budget term `{term}`: {why}; write STAGE.METRIC<=+N% or STAGE.METRIC>=-N% \
+                     with METRIC wall, ttft (prefill), tpot (decode) or mfu"
+                )
+            };
+            let (lhs, rhs, at_most) = match (term.split_once("<="), term.split_once(">=")) {
+                (Some((l, r)), None) => (l, r, true),
+                (None, Some((l, r))) => (l, r, false),
+                _ => return Err(bad("no single <= or >=")),
+            };
+            let (stage, metric) = lhs
+                .trim()
+                .rsplit_once('.')
+                .ok_or_else(|| bad("no STAGE."))?;
+            let metric = match metric {
+                "wall" | "mfu" | "tpot" => metric,
+                "ttft" => "wall",
+                _ => return Err(bad(&format!("unknown metric `{metric}`"))),
+            };
+            let pct = rhs
+                .trim()
+                .strip_suffix('%')
+                .ok_or_else(|| bad("the limit needs a %"))?;
+            let limit_pct: f64 = pct
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| bad(&format!("`{pct}` is not a number")))?;
+            if stage.is_empty() {
+                return Err(bad("no stage name"));
+            }
+            Ok(Budget {
+                key: format!("{stage}.{metric}"),
+                term: term.to_string(),
+                at_most,
+                limit_pct,
+            })
+        })
+        .collect()
+}
+
+/// How a budget fared.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BudgetResult {
+    /// The whole interval of Δ% is beyond the limit: exceeded beyond noise.
+    Exceeded { delta_pct: (f64, f64) },
+    /// Some of the interval is within the limit.
+    Within { delta_pct: (f64, f64) },
+    /// No interval (too few samples), or the runs lack the figure: nothing can be claimed.
+    Unknown(String),
+}
+
+impl Diff {
+    /// Judges `budget` on this diff: Δ% of B against A's median, with the shift's interval.
+    pub fn judge(&self, budget: &Budget) -> BudgetResult {
+        let Some(row) = self.rows.iter().find(|r| r.key == budget.key) else {
+            return BudgetResult::Unknown(format!("the runs have no `{}`", budget.key));
+        };
+        let (Some(a), Some((lo, hi, _))) = (row.a, row.shift.and_then(|s| s.ci)) else {
+            return BudgetResult::Unknown(verdict_text(row));
+        };
+        if a.median == 0.0 {
+            return BudgetResult::Unknown("A's median is 0".into());
+        }
+        let pct = (lo / a.median * 100.0, hi / a.median * 100.0);
+        let beyond = if budget.at_most {
+            pct.0 > budget.limit_pct
+        } else {
+            pct.1 < budget.limit_pct
+        };
+        if beyond {
+            BudgetResult::Exceeded { delta_pct: pct }
+        } else {
+            BudgetResult::Within { delta_pct: pct }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_parse_and_bad_terms_are_named() {
+        let b = parse_budget("decode.tpot<=+5%, prefill.ttft<=+5%,prefill.mfu>=-5%").unwrap();
+        assert_eq!(b.len(), 3);
+        assert_eq!(
+            (b[1].key.as_str(), b[1].at_most, b[1].limit_pct),
+            ("prefill.wall", true, 5.0)
+        );
+        assert_eq!(
+            (b[2].key.as_str(), b[2].at_most, b[2].limit_pct),
+            ("prefill.mfu", false, -5.0)
+        );
+        for bad in [
+            "decode.tpot<5%",
+            "decode.speed<=5%",
+            "decode.tpot<=5",
+            "decode.tpot<=x%",
+            ".wall<=5%",
+        ] {
+            let e = parse_budget(bad).unwrap_err();
+            assert!(e.contains(&format!("`{bad}`")), "{e}");
+        }
+    }
 }

@@ -166,14 +166,7 @@ fn pages_are_light_and_carry_a_restrictive_csp() {
 fn rebuilds_copy_only_changed_runs_and_never_keep_a_stale_page() {
     let (_d, runs, site) = build_sample();
     let build = || {
-        let o = llmprof([
-            "site".as_ref(),
-            "build".as_ref(),
-            "--runs".as_ref(),
-            runs.as_os_str(),
-            "--out".as_ref(),
-            site.as_os_str(),
-        ]);
+        let o = site_build(&runs, &site);
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
     assert!(build().contains("2 run(s): 0 updated, 2 unchanged"));
@@ -219,14 +212,7 @@ fn hostile_names_are_escaped() {
     b["operators"][0]["name"] = evil[0].into();
     b["analysis"]["summary"] = evil[1].into();
     std::fs::write(&path, serde_json::to_string(&b).unwrap()).unwrap();
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-    ]);
+    let o = site_build(&runs, &site);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for page in html_files(&site) {
         let html = read(&page);
@@ -278,14 +264,7 @@ fn hostile_names_are_escaped() {
 #[test]
 fn a_missing_runs_directory_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        dir.path().join("nope").as_os_str(),
-        "--out".as_ref(),
-        dir.path().join("site").as_os_str(),
-    ]);
+    let o = site_build(&dir.path().join("nope"), &dir.path().join("site"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -300,14 +279,7 @@ fn a_missing_runs_directory_is_a_clear_error() {
 fn sample_runs_show_capture_overhead_and_nvml() {
     let dir = tempfile::tempdir().unwrap();
     let site = dir.path().join("site");
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        fixture("sample-runs").as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-    ]);
+    let o = site_build(&fixture("sample-runs"), &site);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     before_and_after_pairs(&site, &String::from_utf8_lossy(&o.stderr));
     compiled_run_page_shows_graphs_and_compile(&site);

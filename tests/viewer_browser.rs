@@ -88,54 +88,60 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
     let bases = out["bases"].as_object().unwrap();
     assert_eq!(bases.len(), 2, "both http and file:// ran");
     for (base, res) in bases {
-        // Every bar label and mix total of the picked runs was compared with the tables.
-        let checked = res["compare_checked"].as_u64().unwrap_or(0);
-        assert!(
-            checked >= 20,
-            "{base}: only {checked} compare numbers checked"
-        );
-        // The selected range in the link is what the table shows, per the Rust computation.
-        let hash = res["hash"].as_str().unwrap();
-        let view = ViewState::parse(hash);
-        assert_eq!(view.run, id, "{base}");
-        let (a, b) = view.selection.expect("the hash holds the selection");
-        let stats = range::range_stats(&run, a, b);
-        let summary = res["range_summary"].as_str().unwrap();
-        let busy = format!("GPU busy {:.1}%", stats.busy_pct());
-        assert!(
-            summary.contains(&busy),
-            "{base}: `{summary}` lacks `{busy}`"
-        );
-        assert!(
-            summary.contains(&format!("{} GPU ops", fmt::thousands(stats.ops))),
-            "{base}: {summary}"
-        );
-        let first = &res["range_rows"][0];
-        let top = &stats.rows[0];
-        assert_eq!(
-            first[0],
-            run.kernels[top.kernel as usize].display.as_str(),
-            "{base}"
-        );
-        assert_eq!(first[1], fmt::thousands(top.calls).as_str(), "{base}");
-        assert_eq!(
-            first[2],
-            fmt::duration(top.total_ns as f64).as_str(),
-            "{base}"
-        );
-        assert_eq!(
-            view.pinned,
-            Some(k as u32),
-            "{base}: the pinned kernel is in the link"
-        );
-        assert_eq!(view.query, "gemm", "{base}");
-        // Zoom and pan moved the window; "0" showed the whole run.
-        let z = &res["zoom"];
-        let span = |w: &serde_json::Value| w[1].as_f64().unwrap() - w[0].as_f64().unwrap();
-        assert!((z["whole"][0].as_f64().unwrap()).abs() < 1.0, "{base}: {z}");
-        assert!((z["whole"][1].as_f64().unwrap() - run.timeline.end_ns as f64).abs() < 1.0);
-        assert!(span(&z["zoomed"]) < span(&z["whole"]) * 0.5, "{base}: {z}");
+        check_base(base, res, &run, id, k);
     }
+}
+
+/// What the page showed at one base (http or file://) against the viewer crate's own
+/// computation: the compare check ran, the selected range, the pinned kernel, zoom and pan.
+fn check_base(base: &str, res: &serde_json::Value, run: &Run, id: &str, k: usize) {
+    // Every bar label and mix total of the picked runs was compared with the tables.
+    let checked = res["compare_checked"].as_u64().unwrap_or(0);
+    assert!(
+        checked >= 20,
+        "{base}: only {checked} compare numbers checked"
+    );
+    // The selected range in the link is what the table shows, per the Rust computation.
+    let hash = res["hash"].as_str().unwrap();
+    let view = ViewState::parse(hash);
+    assert_eq!(view.run, id, "{base}");
+    let (a, b) = view.selection.expect("the hash holds the selection");
+    let stats = range::range_stats(run, a, b);
+    let summary = res["range_summary"].as_str().unwrap();
+    let busy = format!("GPU busy {:.1}%", stats.busy_pct());
+    assert!(
+        summary.contains(&busy),
+        "{base}: `{summary}` lacks `{busy}`"
+    );
+    assert!(
+        summary.contains(&format!("{} GPU ops", fmt::thousands(stats.ops))),
+        "{base}: {summary}"
+    );
+    let first = &res["range_rows"][0];
+    let top = &stats.rows[0];
+    assert_eq!(
+        first[0],
+        run.kernels[top.kernel as usize].display.as_str(),
+        "{base}"
+    );
+    assert_eq!(first[1], fmt::thousands(top.calls).as_str(), "{base}");
+    assert_eq!(
+        first[2],
+        fmt::duration(top.total_ns as f64).as_str(),
+        "{base}"
+    );
+    assert_eq!(
+        view.pinned,
+        Some(k as u32),
+        "{base}: the pinned kernel is in the link"
+    );
+    assert_eq!(view.query, "gemm", "{base}");
+    // Zoom and pan moved the window; "0" showed the whole run.
+    let z = &res["zoom"];
+    let span = |w: &serde_json::Value| w[1].as_f64().unwrap() - w[0].as_f64().unwrap();
+    assert!((z["whole"][0].as_f64().unwrap()).abs() < 1.0, "{base}: {z}");
+    assert!((z["whole"][1].as_f64().unwrap() - run.timeline.end_ns as f64).abs() < 1.0);
+    assert!(span(&z["zoomed"]) < span(&z["whole"]) * 0.5, "{base}: {z}");
 }
 
 /// Adds the bundles of four H100 captures (eager and compiled, three models) to the sample
@@ -156,13 +162,6 @@ fn with_captured_runs(runs: &Path, site: &Path) {
         )
         .unwrap();
     }
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-    ] as [&std::ffi::OsStr; 6]);
+    let o = site_build(runs, site);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

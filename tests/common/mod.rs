@@ -64,6 +64,18 @@ pub fn assert_1dp(ours: f64, theirs: f64, what: &str) {
 
 /// Ingests the H200 fixtures into `runs/` (one nsys+kineto+ncu run with token counts, one
 /// nsys-only run) and builds the site into `site/`; returns (tempdir, runs, site).
+/// `llmprof site build --runs RUNS --out SITE`.
+pub fn site_build(runs: &Path, site: &Path) -> Output {
+    llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+    ] as [&std::ffi::OsStr; 6])
+}
+
 pub fn build_sample_site() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
@@ -100,14 +112,7 @@ pub fn build_sample_site() -> (tempfile::TempDir, PathBuf, PathBuf) {
         runs.as_os_str(),
     ] as [&std::ffi::OsStr; 7]);
     assert!(o.status.success());
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-    ] as [&std::ffi::OsStr; 6]);
+    let o = site_build(&runs, &site);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(

@@ -193,6 +193,30 @@ pub struct StageTimings {
     /// Coefficient of variation of the iteration time (std / mean), in percent: the seed's
     /// ±10 % reproducibility check.
     pub iteration_cv_pct: f64,
+    /// Every measured iteration, in the order they ran, with the process that ran it: the
+    /// samples headline medians and their confidence intervals are computed from. Empty in
+    /// bundles written before this field.
+    #[serde(default)]
+    pub samples: Vec<IterationSample>,
+    /// Fresh processes the iterations came from (`baseline`, `baseline-2`, ...); 0 in bundles
+    /// written before this field.
+    #[serde(default)]
+    pub processes: u32,
+}
+
+/// One measured iteration of a timed pass, on the host clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IterationSample {
+    /// Which fresh process ran it: 0 for the pass's first process (`raw/baseline/`), 1 for
+    /// `raw/baseline-2/`, and so on.
+    pub process: u32,
+    #[serde(default)]
+    pub prefill_ns: Option<u64>,
+    #[serde(default)]
+    pub decode_ns: Option<u64>,
+    /// Decode steps this iteration ran (tokens per sequence after the first).
+    #[serde(default)]
+    pub decode_steps: u64,
 }
 
 /// The profiler's overhead on one stage: the median over every measured iteration of the
@@ -247,6 +271,20 @@ pub struct EnvSnapshot {
     pub device_index: Option<u32>,
     #[serde(default)]
     pub cpu: Option<String>,
+    /// The cpufreq governor of the CPUs the workload ran on (`performance`, `powersave`,
+    /// `schedutil`), or several joined by `, ` when they differ; `None` where Linux exposes none.
+    #[serde(default)]
+    pub cpu_governor: Option<String>,
+    /// Current frequency of those CPUs when the capture started, MHz (median over them).
+    #[serde(default)]
+    pub cpu_mhz: Option<f64>,
+    /// The CPUs the workload was pinned to (`0-15,32-47`, a cpuset list), from NVML's CPU
+    /// affinity of the GPU; `None` when it was not pinned (`pin_note` says why).
+    #[serde(default)]
+    pub pinned_cpus: Option<String>,
+    /// Why the workload was not pinned (`--no-pin`, NVML has no affinity, ...).
+    #[serde(default)]
+    pub pin_note: Option<String>,
     #[serde(default)]
     pub os: Option<String>,
     /// Tools and their versions (`nsys --version`, `ncu --version`).

@@ -124,8 +124,8 @@ pub use analysis::{
     StageAnalysis, StageRole,
 };
 pub use capture::{
-    Capture, CompileRecord, EnvSnapshot, ManifestEntry, NvmlSeries, Overhead, PassRecord,
-    StageEnergy, StageTimings, Window,
+    Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries, Overhead,
+    PassRecord, StageEnergy, StageTimings, Window,
 };
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use llmprof_bundle::{CompileRecord, Distribution, EnvSnapshot, Overhead, StageTimings};
+use llmprof_bundle::{
+    CompileRecord, Distribution, EnvSnapshot, IterationSample, Overhead, StageTimings,
+};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -30,6 +32,10 @@ struct Iteration {
     prefill_window_ns: Option<[i64; 2]>,
     #[serde(default)]
     decode_window_ns: Option<[i64; 2]>,
+    /// The fresh process that ran it (0 for `raw/<pass>/`, 1 for `raw/<pass>-2/`, ...); set by
+    /// the reader, not the driver.
+    #[serde(skip)]
+    process: u32,
 }
 
 /// The driver's record of compiling the decode step (`"optimize"` in a timing file).
@@ -120,6 +126,17 @@ fn summarize(iters: &[Iteration]) -> Option<StageTimings> {
         .collect();
     let mut totals: Vec<u64> = iters.iter().filter_map(|i| i.total_ns).collect();
     let total = Distribution::from_samples(&mut totals);
+    let samples = iters
+        .iter()
+        .map(|i| IterationSample {
+            process: i.process,
+            prefill_ns: i.prefill_ns,
+            decode_ns: i.decode_ns,
+            decode_steps: i.decode_step_ns.len() as u64,
+        })
+        .collect();
+    let mut processes: Vec<u32> = iters.iter().map(|i| i.process).collect();
+    processes.dedup();
     Some(StageTimings {
         iterations: iters.len() as u64,
         prefill: Distribution::from_samples(&mut prefill),
@@ -130,14 +147,21 @@ fn summarize(iters: &[Iteration]) -> Option<StageTimings> {
         } else {
             0.0
         },
+        samples,
+        processes: processes.len() as u32,
     })
 }
 
-/// The measured iterations a pass directory's timing file holds (none when it is missing).
-fn iterations(raw: &Path, dir: &str, name: &str) -> Vec<Iteration> {
-    read_json::<TimingFile>(&raw.join(dir).join(name))
+/// The measured iterations a pass directory's timing file holds (none when it is missing),
+/// tagged with the process that ran them.
+fn iterations(raw: &Path, dir: &str, name: &str, process: u32) -> Vec<Iteration> {
+    let mut iters = read_json::<TimingFile>(&raw.join(dir).join(name))
         .map(|f| f.iterations)
-        .unwrap_or_default()
+        .unwrap_or_default();
+    for i in &mut iters {
+        i.process = process;
+    }
+    iters
 }
 
 /// Reads the timing files under `raw/<pass>/`: `baseline`, `kineto`, `nsys`, and the
@@ -152,8 +176,8 @@ pub fn read_all(raw: &Path) -> Timings {
     };
     let (mut base_all, mut nsys_all, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
     for n in 1..=crate::MAX_OVERHEAD_REPEATS as u32 {
-        let b = iterations(raw, &dir("baseline", n), "baseline.json");
-        let p = iterations(raw, &dir("nsys", n), "nsys_timing.json");
+        let b = iterations(raw, &dir("baseline", n), "baseline.json", n - 1);
+        let p = iterations(raw, &dir("nsys", n), "nsys_timing.json", n - 1);
         if let (Some(bs), Some(ps)) = (summarize(&b), summarize(&p)) {
             pairs.push((bs, ps));
         }
@@ -165,7 +189,7 @@ pub fn read_all(raw: &Path) -> Timings {
         profiled: Vec::new(),
         pairs,
     };
-    if let Some(s) = summarize(&iterations(raw, "kineto", "kineto_timing.json")) {
+    if let Some(s) = summarize(&iterations(raw, "kineto", "kineto_timing.json", 0)) {
         t.profiled.push(("kineto".into(), s));
     }
     if let Some(s) = summarize(&nsys_all) {
@@ -445,7 +469,10 @@ mod tests {
         write("baseline-2", "baseline.json", 100);
         write("nsys-2", "nsys_timing.json", 150);
         let t = read_all(raw);
-        assert_eq!(t.baseline.as_ref().unwrap().iterations, 6);
+        let base = t.baseline.as_ref().unwrap();
+        assert_eq!((base.iterations, base.processes), (6, 2));
+        assert_eq!(base.samples[5].process, 1);
+        assert_eq!(base.samples[0].prefill_ns, Some(100));
         assert_eq!(t.pairs.len(), 2);
         let o = t.overhead();
         let prefill = o.iter().find(|o| o.stage == "prefill").unwrap();

@@ -18,6 +18,37 @@ pub struct MedianCi {
     pub ci: Option<(f64, f64, f64)>,
     /// Coefficient of variation (std / mean), in percent.
     pub cv_pct: f64,
+    /// Fresh processes the sample came from (1 for one process).
+    pub processes: usize,
+    /// With several processes: the coefficient of variation of their medians, percent — the
+    /// spread between processes, which one process's iterations do not show.
+    pub between_cv_pct: Option<f64>,
+    /// `true` when the interval is the between-process one ([`pooled_median_ci`]), wider than
+    /// the order-statistics interval of the pooled iterations.
+    pub widened: bool,
+}
+
+impl MedianCi {
+    /// The interval's larger half-width in percent of the median; `None` without an interval
+    /// or with a zero median.
+    pub fn half_width_pct(&self) -> Option<f64> {
+        let (lo, hi, _) = self.ci?;
+        (self.median != 0.0)
+            .then(|| (self.median - lo).max(hi - self.median) / self.median.abs() * 100.0)
+    }
+
+    /// How the interval was computed, for a source line.
+    pub fn method(&self) -> &'static str {
+        if self.widened {
+            "95% CI from the spread of the process medians (Student t), wider than the \
+             order-statistics interval of the pooled iterations"
+        } else if self.processes > 1 {
+            "95% CI from order statistics of the pooled iterations (distribution-free), at \
+             least as wide as the spread of the process medians allows"
+        } else {
+            "95% CI from order statistics (distribution-free)"
+        }
+    }
 }
 
 /// The median of `x` and its distribution-free interval: `[x(k), x(n+1-k)]` for the largest `k`
@@ -57,7 +88,59 @@ pub fn median_ci(x: &[f64]) -> Option<MedianCi> {
         median,
         ci,
         cv_pct,
+        processes: 1,
+        between_cv_pct: None,
+        widened: false,
     })
+}
+
+/// The median of iterations pooled from several fresh processes, with an interval that pools
+/// the variance between them: iterations of one process share its placement, clocks and
+/// allocator state, so their own interval understates how far another process lands. The
+/// interval is the wider of the order-statistics interval of all iterations and
+/// `median ± t(0.975, k−1) · s / √k`, `s` the standard deviation of the `k` process medians.
+/// One process gives [`median_ci`]'s answer; empty groups are ignored.
+pub fn pooled_median_ci(groups: &[Vec<f64>]) -> Option<MedianCi> {
+    let groups: Vec<&Vec<f64>> = groups.iter().filter(|g| !g.is_empty()).collect();
+    let all: Vec<f64> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+    let mut m = median_ci(&all)?;
+    let k = groups.len();
+    m.processes = k.max(1);
+    if k < 2 {
+        return Some(m);
+    }
+    let medians: Vec<f64> = groups
+        .iter()
+        .filter_map(|g| median_ci(g))
+        .map(|c| c.median)
+        .collect();
+    let mean = medians.iter().sum::<f64>() / k as f64;
+    let sd = (medians.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64).sqrt();
+    m.between_cv_pct = (mean != 0.0).then(|| sd / mean.abs() * 100.0);
+    let half = student_t_975(k - 1) * sd / (k as f64).sqrt();
+    let (lo, hi) = (m.median - half, m.median + half);
+    match m.ci {
+        Some((a, b, c)) if a <= lo && b >= hi => m.ci = Some((a, b, c)),
+        Some((a, b, _)) => {
+            m.ci = Some((a.min(lo), b.max(hi), LEVEL));
+            m.widened = true;
+        }
+        None => {
+            m.ci = Some((lo, hi, LEVEL));
+            m.widened = true;
+        }
+    }
+    Some(m)
+}
+
+/// The 97.5% quantile of Student's t with `df` degrees of freedom (two-sided 95%).
+fn student_t_975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    T.get(df.max(1) - 1).copied().unwrap_or(1.96)
 }
 
 /// `P(Bin(n, ½) = k)`, through logarithms so large `n` does not overflow.
@@ -207,6 +290,28 @@ mod tests {
         assert_eq!(six.ci, Some((1.0, 6.0, 1.0 - 2.0 / 64.0)));
         assert!(median_ci(&[]).is_none());
         assert!(median_ci(&[1.0, f64::NAN]).is_none());
+    }
+
+    /// Two processes that each agree with themselves but not with each other: the pooled
+    /// interval must cover both process medians, and say it was widened.
+    #[test]
+    fn pooled_intervals_carry_the_spread_between_processes() {
+        let p1: Vec<f64> = (0..20).map(|i| 100.0 + (i % 3) as f64 * 0.1).collect();
+        let p2: Vec<f64> = (0..20).map(|i| 120.0 + (i % 3) as f64 * 0.1).collect();
+        let one = pooled_median_ci(std::slice::from_ref(&p1)).unwrap();
+        assert_eq!((one.processes, one.widened), (1, false));
+        let m = pooled_median_ci(&[p1, p2, Vec::new()]).unwrap();
+        let (lo, hi, _) = m.ci.unwrap();
+        assert!(m.widened && m.processes == 2);
+        assert!(lo < 100.0 && hi > 120.0, "[{lo}, {hi}]");
+        assert!((m.between_cv_pct.unwrap() - 12.86).abs() < 0.1);
+        assert!(m.half_width_pct().unwrap() > 50.0);
+        // Processes that agree: the order-statistics interval stands.
+        let same: Vec<Vec<f64>> = (0..3)
+            .map(|_| (0..10).map(|i| 100.0 + i as f64).collect())
+            .collect();
+        let m = pooled_median_ci(&same).unwrap();
+        assert!(!m.widened && m.between_cv_pct == Some(0.0));
     }
 
     #[test]

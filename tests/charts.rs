@@ -548,6 +548,7 @@ fn roofline_places_stages_under_the_roof() {
         stage: 0,
         name: name.into(),
         role,
+        wall_basis: Default::default(),
         flops: Some(1e12),
         flops_source: Some("analytic".into()),
         analytic_flops: Some(1e12),

@@ -371,23 +371,28 @@ fn partly_bad_trace_yields_a_bundle_with_diagnostics() {
     );
 }
 
-/// Two runs of twelve decode instances with a few percent of spread, B 10% slower than A,
-/// written as run directories under `dir`.
+/// Two runs whose unprofiled baselines hold twelve decode iterations with a few percent of
+/// spread (and the sample run's three prefill iterations), B 10% slower than A, written as run
+/// directories under `dir`.
 fn slower_decode_runs(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let sample = fixture("sample-runs/20261123-154903-qwen2.5-0.5b-standard/bundle.json");
     let base = Bundle::from_json(&std::fs::read_to_string(&sample).unwrap()).unwrap();
     let write = |name: &str, scale: f64| {
         let mut b = base.clone();
-        let decode = b.stages.iter_mut().find(|s| s.name == "decode").unwrap();
-        let first = decode.instance_list[0].clone();
-        decode.instance_list = (0..12u64)
+        let baseline = b.capture.as_mut().unwrap().baseline.as_mut().unwrap();
+        let first = baseline.samples[0].clone();
+        let prefills: Vec<Option<u64>> = baseline.samples.iter().map(|s| s.prefill_ns).collect();
+        baseline.samples = (0..12u64)
             .map(|i| {
-                let mut inst = first.clone();
                 let jitter = 1.0 + ((i * 7) % 5) as f64 * 0.01;
-                inst.wall_ns = (2.0e9 * jitter * scale) as u64;
-                inst
+                llmprof_bundle::IterationSample {
+                    decode_ns: Some((2.0e9 * jitter * scale) as u64),
+                    prefill_ns: prefills.get(i as usize).copied().flatten(),
+                    ..first.clone()
+                }
             })
             .collect();
+        b.analysis = Some(llmprof_analysis::analyze(&b));
         let path = dir.join(name);
         std::fs::create_dir_all(&path).unwrap();
         std::fs::write(path.join("bundle.json"), serde_json::to_string(&b).unwrap()).unwrap();

@@ -296,8 +296,9 @@ fn sample_runs_show_capture_overhead_and_nvml() {
             "id=\"snapshot-table\"",
             "GPU power, SM clock and utilization (NVML)",
             "Decode is launch-bound",
-            "Energy (J), decode (baseline, per instance)",
-            "J/token, prefill",
+            "id=\"headline-table\"",
+            "decode mJ/token",
+            "baseline NVML",
         ] {
             assert!(page.contains(needle), "{run} lacks {needle}");
         }

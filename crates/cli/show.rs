@@ -143,9 +143,19 @@ fn indent(table: &str) -> String {
     table.lines().map(|l| format!("  {l}\n")).collect()
 }
 
-/// MFU/MBU per stage, run metrics, findings and the summary.
+/// The headline numbers, MFU/MBU per stage, findings and the summary.
 fn analysis(s: &mut String, b: &Bundle, a: &Analysis, r: &RunReport, width: usize) {
-    s.push_str("\nMFU / MBU (wall = NVTX range time; busy = time the GPU ran the stage's work)\n");
+    if !r.headline.is_empty() {
+        s.push_str("\nHeadline (median, 95% CI, n, CV; source beside each number)\n");
+        s.push_str(&table::render(&r.headline, width));
+        s.push_str(&wrap(&format!("Source: {}", r.headline.source), width, 2));
+    }
+    if let Some(w) = &r.spread_warning {
+        s.push_str(&wrap(&format!("warning: {w}"), width, 2));
+    }
+    s.push_str(
+        "\nMFU / MBU (wall = the headline wall above; busy = time the GPU ran the stage's work)\n",
+    );
     s.push_str(&wrap(&r.peak_line, width, 2));
     if let Some(m) = &a.model {
         s.push_str(&format!(
@@ -164,29 +174,7 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, r: &RunReport, width: usiz
     for n in &r.mfu_notes {
         s.push_str(&wrap(n, width, 2));
     }
-    let run = &a.run;
-    let mut line = Vec::new();
-    if let Some(d) = &run.ttft {
-        line.push(format!(
-            "TTFT (median of {}): {} ms",
-            d.count,
-            ms(d.median_ns as u64)
-        ));
-    }
-    if let Some(d) = &run.tpot {
-        let (label, value) = llmprof_report::run::tpot_cell(d);
-        line.push(format!("{label}: {value}"));
-    }
-    if let Some(t) = run.decode_tokens_per_s {
-        line.push(format!("{t:.1} tokens/s in decode"));
-    }
-    if let Some(m) = run.model_mfu {
-        line.push(format!("model MFU {:.2}%", m * 100.0));
-    }
-    if !line.is_empty() {
-        s.push_str(&format!("  run       {}\n", line.join(" · ")));
-    }
-    if let Some(n) = &run.note {
+    if let Some(n) = &a.run.note {
         s.push_str(&format!("  run       {n}\n"));
     }
     s.push_str("\nFindings\n");

@@ -997,7 +997,12 @@ mod tests {
     fn busy_stages_are_not_launch_bound() {
         let mut b = Bundle::new("x");
         b.stages = vec![stage(0, "decode", None, 10_000_000)];
-        let a = crate::throughput::stages(&b, Err("no model"), None);
+        let a = crate::throughput::stages(
+            &b,
+            Err("no model"),
+            None,
+            &llmprof_report::samples::Samples::of(&b),
+        );
         assert!(launch_bound(&b, &b.stages[0], &a[0], "nsys").is_none());
     }
 

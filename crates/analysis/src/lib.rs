@@ -4,6 +4,7 @@
 //! from a measurement or the model config.
 
 pub mod diagnose;
+
 pub mod kernels;
 pub mod launches;
 pub mod model;
@@ -60,9 +61,10 @@ pub fn analyze(bundle: &Bundle) -> Analysis {
         Err(why) => a.peak_note = Some(why),
     }
     let model_ref = model.as_ref().map_err(String::as_str);
-    a.stages = throughput::stages(bundle, model_ref, a.peak.as_ref());
+    let headline = llmprof_report::samples::Samples::of(bundle);
+    a.stages = throughput::stages(bundle, model_ref, a.peak.as_ref(), &headline);
     a.inconsistent = throughput::guard(&mut a.stages);
-    a.run = run::metrics(bundle, &a.stages, a.peak.as_ref());
+    a.run = run::metrics(bundle, &a.stages, a.peak.as_ref(), &headline);
     a.kernels = kernels::classify(bundle);
     a.findings = diagnose::findings(
         bundle,

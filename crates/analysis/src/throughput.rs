@@ -1,7 +1,9 @@
 //! Per-stage FLOPs and bytes (analytic from the model, or counted by the workload), achieved
 //! TFLOP/s and GB/s, MFU/MBU against the peak, and the roofline position.
 
-use llmprof_bundle::{Bundle, Peak, Stage, StageAnalysis, StageRole, Workload};
+use llmprof_bundle::{Bundle, HeadlineBasis, Peak, Stage, StageAnalysis, StageRole, Workload};
+
+use llmprof_report::samples::Samples;
 
 use crate::model::Model;
 
@@ -122,11 +124,27 @@ fn analytic(stage: &Stage, role: StageRole, model: &Model, w: Option<&Workload>)
     }
 }
 
+/// The wall time the over-wall ratios of `stage` divide by, over all its instances, ns: the
+/// headline's median per instance × instances for a top-level stage the unprofiled baseline
+/// timed, else the traced range's wall.
+pub fn wall_ns(stage: &Stage, headline: &Samples) -> (f64, HeadlineBasis) {
+    let role = StageRole::of_name(&stage.name);
+    let baseline = (headline.basis == HeadlineBasis::Baseline && stage.parent.is_none())
+        .then(|| headline.wall_of(role))
+        .flatten()
+        .and_then(|groups| llmprof_report::samples::measure(groups));
+    match baseline {
+        Some(m) => (m.median * stage.instances as f64, HeadlineBasis::Baseline),
+        None => (stage.wall_ns as f64, HeadlineBasis::Trace),
+    }
+}
+
 /// Throughput and utilization of every stage.
 pub fn stages(
     bundle: &Bundle,
     model: Result<&Model, &str>,
     peak: Option<&Peak>,
+    headline: &Samples,
 ) -> Vec<StageAnalysis> {
     bundle
         .workload_stages()
@@ -151,7 +169,8 @@ pub fn stages(
                 (Some(c), Some(a)) if a > 0.0 => Some((c - a) / a * 100.0),
                 _ => None,
             };
-            let wall_s = stage.wall_ns as f64 * 1e-9;
+            let (wall_ns, wall_basis) = wall_ns(stage, headline);
+            let wall_s = wall_ns * 1e-9;
             // While busy: over the union of the stage's GPU activity, not its projected span
             // (which is nearly the whole wall of a launch-bound stage).
             let busy_s = stage.gpu_busy_ns as f64 * 1e-9;
@@ -189,6 +208,7 @@ pub fn stages(
                 stage: stage.id,
                 name: stage.name.clone(),
                 role,
+                wall_basis,
                 flops,
                 flops_source,
                 analytic_flops: work.flops,

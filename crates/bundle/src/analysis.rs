@@ -142,6 +142,10 @@ pub struct StageAnalysis {
     #[serde(default)]
     pub counted_vs_analytic_pct: Option<f64>,
     pub bytes: Option<f64>,
+    /// The wall the over-wall ratios divide by: `baseline` (the unprofiled baseline's median
+    /// per instance × instances) or `trace` (the traced range, timed under the profiler).
+    #[serde(default)]
+    pub wall_basis: HeadlineBasis,
     /// Achieved TFLOP/s over the wall time.
     pub tflops: Option<f64>,
     pub mfu: Option<f64>,
@@ -201,15 +205,75 @@ pub struct LaunchFacts {
     pub launch_call_ns: Option<f64>,
 }
 
-/// Run-level serving numbers.
+/// A repeated measure: its median with a 95% confidence interval, the sample count and spread,
+/// and how the interval was computed. Units are the field's (`_ns`, tokens/s, a fraction).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// Samples (iterations or instances).
+    pub n: u64,
+    /// Fresh processes they came from.
+    pub processes: u32,
+    pub median: f64,
+    /// The 95% interval `[lo, hi]`; `None` when the sample is too small for one (fewer than 6
+    /// samples of one process).
+    #[serde(default)]
+    pub ci: Option<[f64; 2]>,
+    /// std / mean of the samples, percent.
+    pub cv_pct: f64,
+    /// With several processes: the CV of their medians, percent (the spread between processes).
+    #[serde(default)]
+    pub between_cv_pct: Option<f64>,
+    /// How the interval was computed (distribution-free order statistics, or widened to the
+    /// spread of the process medians).
+    pub method: String,
+}
+
+/// Where the run's headline latency and throughput come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadlineBasis {
+    /// The capture's unprofiled baseline pass: host-timed iterations, no profiler attached.
+    Baseline,
+    /// The trace's own stage instances (an ingest-only run, or a capture without a baseline):
+    /// timed under a profiler.
+    #[default]
+    Trace,
+}
+
+/// Run-level serving numbers: the run's headline latency and throughput. With a baseline pass
+/// (`basis: baseline`) they are the unprofiled iterations'; otherwise the trace's measured stage
+/// instances', labelled as such. The profiled passes give attribution (busy %, kernels,
+/// operators, shares) and their overhead against these numbers (`capture.overhead`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
-    /// Time to first token: prefill wall per instance.
+    #[serde(default)]
+    pub basis: HeadlineBasis,
+    /// Where the samples come from, naming files relative to the run directory
+    /// (`unprofiled baseline pass (raw/baseline/baseline.json), 1 process × 10 iterations`).
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Time to first token: prefill wall per iteration (baseline) or instance (trace).
     #[serde(default)]
     pub ttft: Option<Distribution>,
-    /// Time per output token: decode wall / decode steps, per decode instance.
+    /// Time per output token: decode wall / decode steps, per iteration or decode instance.
     #[serde(default)]
     pub tpot: Option<Distribution>,
+    /// `ttft` with its interval (ns).
+    #[serde(default)]
+    pub ttft_ns: Option<Measure>,
+    /// `tpot` with its interval (ns).
+    #[serde(default)]
+    pub tpot_ns: Option<Measure>,
+    /// Wall time of one instance of each top-level measured stage (`prefill`, `decode`; ns).
+    #[serde(default)]
+    pub stage_wall_ns: Vec<StageWall>,
+    /// Generated tokens per second of decode wall, per iteration.
+    #[serde(default)]
+    pub decode_throughput: Option<Measure>,
+    /// Set when the spread makes the seed's ±10% reproducibility impossible to claim: a headline
+    /// interval wider than ±10% of its median, or processes more than 10% apart.
+    #[serde(default)]
+    pub spread_warning: Option<String>,
     /// Generated tokens (batch × decode steps over all decode instances).
     #[serde(default)]
     pub generated_tokens: Option<u64>,
@@ -225,6 +289,13 @@ pub struct RunMetrics {
     pub model_mfu: Option<f64>,
     #[serde(default)]
     pub note: Option<String>,
+}
+
+/// The headline wall of one instance of a stage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageWall {
+    pub stage: String,
+    pub wall_ns: Measure,
 }
 
 /// An Nsight Compute kernel classified.

@@ -120,8 +120,8 @@ mod timeline;
 mod workload;
 
 pub use analysis::{
-    is_warmup, Analysis, Finding, KernelAnalysis, LaunchFacts, ModelSummary, Peak, RunMetrics,
-    StageAnalysis, StageRole,
+    is_warmup, Analysis, Finding, HeadlineBasis, KernelAnalysis, LaunchFacts, Measure,
+    ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole, StageWall,
 };
 pub use capture::{
     Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries, Overhead,

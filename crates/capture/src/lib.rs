@@ -26,6 +26,13 @@ pub use passes::{run, CaptureOutput};
 pub use save::{assemble, save, summary_lines, Saved};
 pub use target::{Override, Target};
 
+/// The baseline timings a run's `raw/` directory holds, every iteration included as a sample;
+/// `None` when it holds no baseline timing file. `llmprof analyze` fills bundles written before
+/// the samples were kept from it.
+pub fn baseline_timings(raw: &Path) -> Option<llmprof_bundle::StageTimings> {
+    timings::read_all(raw).baseline
+}
+
 /// Why a capture could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {

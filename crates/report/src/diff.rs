@@ -2,14 +2,16 @@
 //! each median's confidence interval, the shift and its interval, and a verdict that is never
 //! drawn where the intervals cannot support it ([`crate::stats`]).
 //!
-//! The samples are what the bundles hold per instance: each top-level stage's instance wall
-//! times (the timing pass), and TPOT per decode instance (its wall over its steps). Kernels and
-//! categories have no per-instance samples in a bundle, so they are not diffed.
+//! The samples are the headline's ([`crate::samples`]): the unprofiled baseline's iterations,
+//! grouped by the process that ran them, when both runs have them; else each top-level stage's
+//! traced instances. Per stage: wall and MFU per sample; TPOT per decode sample (its wall over
+//! its steps).
 
-use llmprof_bundle::{is_warmup, Bundle, StageRole};
+use llmprof_bundle::{is_warmup, Bundle, HeadlineBasis, StageAnalysis, StageRole};
 
 use crate::fmt::{fixed, NA};
-use crate::stats::{median_ci, shift, MedianCi, Shift, Verdict, LEVEL};
+use crate::samples::Samples;
+use crate::stats::{pooled_median_ci, shift, MedianCi, Shift, Verdict, LEVEL};
 use crate::table::{Column, TableView};
 
 /// One compared figure.
@@ -38,20 +40,33 @@ impl DiffRow {
 pub struct Diff {
     pub a: String,
     pub b: String,
+    /// What the samples are (baseline iterations in both runs, or traced instances).
+    pub basis: String,
     pub rows: Vec<DiffRow>,
 }
 
 impl Diff {
+    /// B against A, on the unprofiled baseline's iterations when both runs have them, else on
+    /// both traces' stage instances (never one of each: that would compare a profiled time with
+    /// an unprofiled one).
     pub fn of(a: &Bundle, b: &Bundle) -> Diff {
+        let (sa, sb) = (Samples::of(a), Samples::of(b));
+        let baseline = sa.basis == HeadlineBasis::Baseline && sb.basis == HeadlineBasis::Baseline;
+        let (sa, sb) = if baseline {
+            (sa, sb)
+        } else {
+            (Samples::trace(a), Samples::trace(b))
+        };
         let mut rows = Vec::new();
-        for name in stage_names(a, b) {
+        for (name, x, y) in stage_samples(a, b, &sa, &sb, baseline) {
+            let (wall_a, wall_b) = (scaled(&x, 1e-6), scaled(&y, 1e-6));
             rows.push(compare(
                 format!("{name}.wall"),
                 format!("{name} wall (ms)"),
-                &stage_walls(a, &name),
-                &stage_walls(b, &name),
+                &wall_a,
+                &wall_b,
             ));
-            if let (Some(x), Some(y)) = (stage_mfu(a, &name), stage_mfu(b, &name)) {
+            if let (Some(x), Some(y)) = (stage_mfu(a, &name, &x), stage_mfu(b, &name, &y)) {
                 rows.push(compare(
                     format!("{name}.mfu"),
                     format!("{name} MFU (%)"),
@@ -60,12 +75,21 @@ impl Diff {
                 ));
             }
         }
-        if let (Some(x), Some(y)) = (tpot(a), tpot(b)) {
-            rows.push(compare("decode.tpot".into(), "TPOT (ms)".into(), &x, &y));
+        let (ta, tb) = (sa.tpot(), sb.tpot());
+        if [&ta, &tb].iter().all(|t| t.iter().any(|g| !g.is_empty())) {
+            let (ta, tb) = (scaled(&ta, 1e-6), scaled(&tb, 1e-6));
+            rows.push(compare("decode.tpot".into(), "TPOT (ms)".into(), &ta, &tb));
         }
         Diff {
             a: a.run_id.clone(),
             b: b.run_id.clone(),
+            basis: if baseline {
+                "both runs' unprofiled baseline iterations".into()
+            } else {
+                "both runs' traced stage instances, timed under the profiler (a run lacks \
+                 unprofiled baseline samples)"
+                    .into()
+            },
             rows,
         }
     }
@@ -82,10 +106,12 @@ impl Diff {
             Column::num(&format!("Δ [{:.0}% CI]", LEVEL * 100.0)),
             Column::text("Verdict"),
         ])
-        .from_source(
-            "per-instance samples of each run; distribution-free intervals (order statistics \
-             for a median, Hodges–Lehmann with the Mann–Whitney interval for Δ)",
-        );
+        .from_source(format!(
+            "{}; distribution-free intervals (order statistics for a median, Hodges–Lehmann \
+             with the Mann–Whitney interval for Δ), widened for the spread between fresh \
+             processes where there are several",
+            self.basis
+        ));
         for r in &self.rows {
             t.push(vec![
                 r.metric.clone(),
@@ -135,16 +161,74 @@ pub fn verdict_text(r: &DiffRow) -> String {
     }
 }
 
-fn compare(key: String, metric: String, a: &[f64], b: &[f64]) -> DiffRow {
-    let s = shift(a, b);
+/// A row from samples grouped by process: pooled medians, and the Hodges–Lehmann shift of
+/// the pooled samples. Where a side's interval had to be widened for the spread between its
+/// processes, the shift's interval is widened to `Δ ± √(h_A² + h_B²)` (the two medians'
+/// half-widths), since iterations of one process are not independent draws.
+fn compare(key: String, metric: String, a: &[Vec<f64>], b: &[Vec<f64>]) -> DiffRow {
+    let (fa, fb): (Vec<f64>, Vec<f64>) = (a.concat(), b.concat());
+    let (ma, mb) = (pooled_median_ci(a), pooled_median_ci(b));
+    let mut s = shift(&fa, &fb);
+    if let (Some(s), Some(x), Some(y)) = (s.as_mut(), ma, mb) {
+        if x.widened || y.widened {
+            widen(s, &x, &y);
+        }
+    }
     DiffRow {
         key,
         metric,
-        a: median_ci(a),
-        b: median_ci(b),
+        a: ma,
+        b: mb,
         verdict: s.as_ref().map_or(Verdict::TooFewSamples, Verdict::of),
         shift: s,
     }
+}
+
+fn widen(s: &mut Shift, x: &MedianCi, y: &MedianCi) {
+    let half = |m: &MedianCi| m.ci.map(|(lo, hi, _)| (m.median - lo).max(hi - m.median));
+    if let (Some(hx), Some(hy)) = (half(x), half(y)) {
+        let h = hx.hypot(hy);
+        let (lo, hi) = s.ci.map_or((f64::MAX, f64::MIN), |(lo, hi, _)| (lo, hi));
+        s.ci = Some(((s.delta - h).min(lo), (s.delta + h).max(hi), LEVEL));
+    }
+}
+
+fn scaled(groups: &[Vec<f64>], k: f64) -> Vec<Vec<f64>> {
+    groups
+        .iter()
+        .map(|g| g.iter().map(|v| v * k).collect())
+        .collect()
+}
+
+/// Samples grouped by the process that ran them.
+type Groups = Vec<Vec<f64>>;
+
+/// The stages both runs have, with their wall samples (ns) grouped by process: prefill and
+/// decode from the baseline, else every top-level measured stage of A that B has, by name.
+fn stage_samples(
+    a: &Bundle,
+    b: &Bundle,
+    sa: &Samples,
+    sb: &Samples,
+    baseline: bool,
+) -> Vec<(String, Groups, Groups)> {
+    if baseline {
+        return [StageRole::Prefill, StageRole::Decode]
+            .into_iter()
+            .zip(["prefill", "decode"])
+            .filter_map(|(role, name)| {
+                let (x, y) = (sa.wall_of(role)?, sb.wall_of(role)?);
+                Some((name.to_string(), x.clone(), y.clone()))
+            })
+            .collect();
+    }
+    stage_names(a, b)
+        .into_iter()
+        .map(|n| {
+            let (x, y) = (vec![stage_walls(a, &n)], vec![stage_walls(b, &n)]);
+            (n, x, y)
+        })
+        .collect()
 }
 
 /// Top-level measured stages of A that B has too, in A's order.
@@ -162,49 +246,34 @@ fn stage_names(a: &Bundle, b: &Bundle) -> Vec<String> {
     names
 }
 
-/// Instance wall times of the stage, ms (every stage of that name at the top level).
+/// Instance wall times of the stage, ns (every stage of that name at the top level).
 fn stage_walls(b: &Bundle, name: &str) -> Vec<f64> {
     b.workload_stages()
         .filter(|s| s.depth == 0 && s.name == name)
         .flat_map(|s| &s.instance_list)
-        .map(|i| i.wall_ns as f64 / 1e6)
+        .map(|i| i.wall_ns as f64)
         .collect()
 }
 
-/// MFU (%) of each instance of the stage: the analysis' FLOPs per instance over the instance's
-/// wall, against the run's peak; `None` without FLOPs or a peak.
-fn stage_mfu(b: &Bundle, name: &str) -> Option<Vec<f64>> {
+/// MFU (%) of each wall sample (ns) of the stage: the analysis' FLOPs per instance over it,
+/// against the run's peak; `None` without FLOPs or a peak. The analysed stage is the top-level
+/// one of that name, else of that role.
+fn stage_mfu(b: &Bundle, name: &str, walls: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     let a = b.analysis.as_ref()?;
     let tflops = a.peak.as_ref()?.tflops;
-    let sa = a.stages.iter().find(|s| s.name == name)?;
-    let stage = b
-        .stage(sa.stage)
-        .filter(|s| s.depth == 0 && s.instances > 0)?;
-    let per_instance = sa.flops? / stage.instances as f64;
-    stage
-        .instance_list
+    let top = |s: &&StageAnalysis| b.stage(s.stage).is_some_and(|st| st.parent.is_none());
+    let role = StageRole::of_name(name);
+    let sa = (a.stages.iter().filter(top).find(|s| s.name == name)).or_else(|| {
+        (role != StageRole::Other)
+            .then(|| a.stages.iter().filter(top).find(|s| s.role == role))
+            .flatten()
+    })?;
+    let instances = b.stage(sa.stage)?.instances;
+    let per_instance = sa.flops? / instances.max(1) as f64;
+    let mfu = |w: &f64| (*w > 0.0).then(|| per_instance / (w * 1e-9) / (tflops * 1e12) * 100.0);
+    walls
         .iter()
-        .map(|i| {
-            (i.wall_ns > 0)
-                .then(|| per_instance / (i.wall_ns as f64 * 1e-9) / (tflops * 1e12) * 100.0)
-        })
-        .collect()
-}
-
-/// TPOT per decode instance, ms: its wall over its steps; `None` without the steps.
-fn tpot(b: &Bundle) -> Option<Vec<f64>> {
-    let decode = b
-        .workload_stages()
-        .find(|s| s.depth == 0 && StageRole::of_name(&s.name) == StageRole::Decode)?;
-    let w = b.workload.as_ref()?;
-    decode
-        .instance_list
-        .iter()
-        .enumerate()
-        .map(|(i, inst)| {
-            let steps = w.steps_of_instance(i).filter(|&s| s > 0)?;
-            Some(inst.wall_ns as f64 / steps as f64 / 1e6)
-        })
+        .map(|g| g.iter().map(mfu).collect::<Option<Vec<f64>>>())
         .collect()
 }
 

@@ -18,6 +18,7 @@ pub mod diff;
 pub mod fmt;
 pub mod palette;
 pub mod run;
+pub mod samples;
 pub mod stats;
 pub mod table;
 

@@ -19,8 +19,9 @@ pub(super) fn table(b: &Bundle) -> TableView {
         Column::text("Bound"),
     ])
     .from_source(
-        "FLOPs and bytes from the model config; time from the stage's wall (busy: the union of \
-         its GPU activity)",
+        "FLOPs and bytes from the model config; time from the stage's headline wall (the \
+         unprofiled baseline's median per instance where the run has one, else the NVTX range; \
+         busy: the union of its GPU activity in the trace)",
     );
     for s in b.analysis.iter().flat_map(|a| &a.stages) {
         t.push(vec![

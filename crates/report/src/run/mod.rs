@@ -3,6 +3,7 @@
 
 mod capture;
 mod efficiency;
+mod headline;
 mod kernels;
 mod launches;
 mod overview;
@@ -14,7 +15,6 @@ use crate::table::TableView;
 
 pub use capture::CaptureReport;
 pub use launches::graph_trace_note;
-pub use overview::{tpot_cell, PERCENTILE_MIN_SAMPLES};
 
 /// Everything a run page, `report.md` and `llmprof show` show of one run.
 #[derive(Debug, Clone)]
@@ -27,6 +27,10 @@ pub struct RunReport {
     pub device: String,
     pub environment: TableView,
     pub aggregates: TableView,
+    /// TTFT, TPOT, stage wall, tokens/s, MFU and energy: medians with intervals and sources.
+    pub headline: TableView,
+    /// When the spread rules out a ±10% reproducibility claim.
+    pub spread_warning: Option<String>,
     /// Every stage of the workload (NVTX range or `record_function`), nested ones prefixed `· `
     /// per level, warm-up folded into one row.
     pub stages: TableView,
@@ -92,6 +96,8 @@ impl RunReport {
             captured_at: b.captured_at.clone().unwrap_or_else(|| "unknown".into()),
             environment: overview::environment(b),
             aggregates: overview::aggregates(b),
+            headline: headline::table(b),
+            spread_warning: a.and_then(|a| a.run.spread_warning.clone()),
             stages: stages::table(b),
             warmup: stages::warmup_table(b),
             library: stages::library_table(b),

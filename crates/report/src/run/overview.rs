@@ -3,7 +3,7 @@
 
 use llmprof_bundle::Bundle;
 
-use crate::fmt::{gbps, gib, joules, ms, ms_f, thousands};
+use crate::fmt::{gbps, gib, ms, thousands};
 use crate::table::{Column, TableView};
 
 pub(super) fn model_name(b: &Bundle) -> String {
@@ -107,66 +107,22 @@ pub(super) fn aggregates(b: &Bundle) -> TableView {
         "Nsight Compute kernels".into(),
         thousands(b.ncu.len() as u64),
     ]);
-    // Energy per stage of the baseline pass (NVML power integrated over the stage windows).
-    for e in b.capture.iter().flat_map(|c| &c.energy) {
-        agg.push(vec![
-            format!("Energy (J), {} (baseline, per instance)", e.stage),
-            joules(e.energy_j),
-        ]);
-        if let Some(j) = e.j_per_token {
-            agg.push(vec![format!("mJ/token, {}", e.stage), joules(j * 1e3)]);
-        }
-    }
     agg
 }
 
-/// TTFT, TPOT, tokens and model MFU from the analysis.
+/// Generated tokens and the note of the run metrics (the figures themselves are the Headline
+/// table's).
 fn run_metrics(b: &Bundle, agg: &mut TableView) {
     let Some(r) = b.analysis.as_ref().map(|a| &a.run) else {
         return;
     };
-    if let Some(d) = &r.ttft {
+    if let Some(v) = r.generated_tokens {
         agg.push(vec![
-            format!("TTFT, prefill wall (median of {}, ms)", d.count),
-            ms_f(d.median_ns),
+            "Generated tokens (headline samples)".into(),
+            thousands(v),
         ]);
     }
-    if let Some(d) = &r.tpot {
-        let (label, value) = tpot_cell(d);
-        agg.push(vec![label, value]);
-    }
-    if let Some(v) = r.generated_tokens {
-        agg.push(vec!["Generated tokens".into(), thousands(v)]);
-    }
-    if let Some(v) = r.decode_tokens_per_s {
-        agg.push(vec!["Decode tokens/s".into(), format!("{v:.1}")]);
-    }
-    if let Some(v) = r.model_mfu {
-        agg.push(vec!["Model MFU (%)".into(), format!("{:.2}", v * 100.0)]);
-    }
 }
-
-/// TPOT is each decode instance's mean step time; its p90 is shown only from
-/// [`PERCENTILE_MIN_SAMPLES`] instances up, since a percentile of a few samples is their maximum.
-pub fn tpot_cell(d: &llmprof_bundle::Distribution) -> (String, String) {
-    if d.count >= PERCENTILE_MIN_SAMPLES {
-        (
-            format!(
-                "TPOT, mean step per instance (median / p90 of {}, ms)",
-                d.count
-            ),
-            format!("{} / {}", ms_f(d.median_ns), ms_f(d.p90_ns)),
-        )
-    } else {
-        (
-            format!("TPOT, mean step per instance (median of {}, ms)", d.count),
-            ms_f(d.median_ns),
-        )
-    }
-}
-
-/// Fewest samples a p90 is shown for.
-pub const PERCENTILE_MIN_SAMPLES: u64 = 10;
 
 /// The files the bundle was ingested from.
 pub(super) fn inputs(b: &Bundle) -> TableView {

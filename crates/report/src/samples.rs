@@ -1,0 +1,186 @@
+//! Where the run's headline latency and throughput come from, as samples grouped by process.
+//!
+//! With a capture's unprofiled baseline pass (`capture.baseline.samples`) the headline is its
+//! host-timed iterations: no profiler was attached, so TTFT, TPOT, stage wall and tokens/s are
+//! what a user would see. Without one (an ingest-only run, a `--cmd` workload that reports no
+//! stage timings, a bundle from before the samples were kept) the trace's measured stage
+//! instances stand in, and the source says they were timed under a profiler. Each measure is a
+//! median with a 95% interval that pools the spread between fresh processes
+//! ([`crate::stats::pooled_median_ci`]). Analysis computes the run's headline from
+//! these, and `llmprof diff` compares them.
+
+use crate::stats::{pooled_median_ci, MedianCi};
+use llmprof_bundle::{
+    is_warmup, Bundle, HeadlineBasis, IterationSample, Measure, Stage, StageRole, StageTimings,
+};
+
+/// The per-iteration samples of each headline figure, one inner vector per process.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Samples {
+    pub basis: HeadlineBasis,
+    pub source: String,
+    /// Prefill wall per iteration or instance, ns.
+    pub prefill: Vec<Vec<f64>>,
+    /// Decode wall per iteration or instance, ns.
+    pub decode: Vec<Vec<f64>>,
+    /// Decode steps of each decode sample (same shape as `decode`); empty when unknown.
+    pub steps: Vec<Vec<u64>>,
+    /// Sequences per step.
+    pub batch: u64,
+}
+
+impl Samples {
+    /// The baseline's samples when the run has them, else the trace's.
+    pub fn of(bundle: &Bundle) -> Samples {
+        let batch = bundle.workload.as_ref().map_or(1, |w| w.batch());
+        let baseline = bundle.capture.as_ref().and_then(|c| c.baseline.as_ref());
+        match baseline.filter(|b| !b.samples.is_empty()) {
+            Some(b) => from_baseline(b, batch),
+            None => from_trace(bundle, batch),
+        }
+    }
+
+    /// The trace's stage instances, whatever else the run has.
+    pub fn trace(bundle: &Bundle) -> Samples {
+        from_trace(bundle, bundle.workload.as_ref().map_or(1, |w| w.batch()))
+    }
+
+    /// TPOT per decode sample (wall / steps), ns; empty without steps.
+    pub fn tpot(&self) -> Vec<Vec<f64>> {
+        self.per_step(|wall, steps| wall / steps as f64)
+    }
+
+    /// Generated tokens per second of each decode sample.
+    pub fn decode_tokens_per_s(&self) -> Vec<Vec<f64>> {
+        let batch = self.batch as f64;
+        self.per_step(|wall, steps| batch * steps as f64 / (wall * 1e-9))
+    }
+
+    fn per_step(&self, f: impl Fn(f64, u64) -> f64) -> Vec<Vec<f64>> {
+        self.decode
+            .iter()
+            .zip(&self.steps)
+            .map(|(walls, steps)| {
+                walls
+                    .iter()
+                    .zip(steps)
+                    .filter(|&(&w, &s)| s > 0 && w > 0.0)
+                    .map(|(&w, &s)| f(w, s))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The samples of a top-level stage of this role, if the headline has them.
+    pub fn wall_of(&self, role: StageRole) -> Option<&Vec<Vec<f64>>> {
+        let w = match role {
+            StageRole::Prefill => &self.prefill,
+            StageRole::Decode => &self.decode,
+            _ => return None,
+        };
+        w.iter().any(|g| !g.is_empty()).then_some(w)
+    }
+}
+
+/// A measure of samples grouped by process; `None` when there are none.
+pub fn measure(groups: &[Vec<f64>]) -> Option<Measure> {
+    pooled_median_ci(groups).map(|m| to_measure(&m))
+}
+
+fn to_measure(m: &MedianCi) -> Measure {
+    Measure {
+        n: m.n as u64,
+        processes: m.processes as u32,
+        median: m.median,
+        ci: m.ci.map(|(lo, hi, _)| [lo, hi]),
+        cv_pct: m.cv_pct,
+        between_cv_pct: m.between_cv_pct,
+        method: m.method().to_string(),
+    }
+}
+
+/// The baseline's timing file of process `p` (0 → `raw/baseline/baseline.json`).
+fn baseline_file(p: u32) -> String {
+    match p {
+        0 => "raw/baseline/baseline.json".into(),
+        p => format!("raw/baseline-{}/baseline.json", p + 1),
+    }
+}
+
+fn from_baseline(b: &StageTimings, batch: u64) -> Samples {
+    let processes = b.samples.iter().map(|s| s.process).max().unwrap_or(0) + 1;
+    let group = |get: fn(&IterationSample) -> Option<f64>| -> Vec<Vec<f64>> {
+        (0..processes)
+            .map(|p| {
+                let of_p = b.samples.iter().filter(|s| s.process == p);
+                of_p.filter_map(get).collect()
+            })
+            .collect()
+    };
+    let files = match processes {
+        1 => baseline_file(0),
+        n => format!("{} … {}", baseline_file(0), baseline_file(n - 1)),
+    };
+    let steps = (0..processes)
+        .map(|p| {
+            let of_p = b.samples.iter().filter(|s| s.process == p);
+            of_p.filter(|s| s.decode_ns.is_some())
+                .map(|s| s.decode_steps)
+                .collect()
+        })
+        .collect();
+    Samples {
+        basis: HeadlineBasis::Baseline,
+        source: format!(
+            "unprofiled baseline pass ({files}), {processes} process{} × {} iterations",
+            if processes == 1 { "" } else { "es" },
+            b.samples.len() / processes.max(1) as usize
+        ),
+        prefill: group(|s| s.prefill_ns.map(|v| v as f64)),
+        decode: group(|s| s.decode_ns.map(|v| v as f64)),
+        steps,
+        batch,
+    }
+}
+
+/// The first top-level measured stage of a role (not warm-up, not a library range).
+fn top_stage(bundle: &Bundle, role: StageRole) -> Option<&Stage> {
+    bundle
+        .workload_stages()
+        .filter(|s| s.parent.is_none() && !is_warmup(&s.name))
+        .find(|s| StageRole::of_name(&s.name) == role)
+}
+
+fn from_trace(bundle: &Bundle, batch: u64) -> Samples {
+    let walls = |role| -> Vec<Vec<f64>> {
+        top_stage(bundle, role)
+            .map(|s| vec![s.instance_list.iter().map(|i| i.wall_ns as f64).collect()])
+            .unwrap_or_default()
+    };
+    let decode = walls(StageRole::Decode);
+    let w = bundle.workload.as_ref();
+    let steps: Option<Vec<u64>> = decode
+        .first()
+        .map(|d| {
+            (0..d.len())
+                .map(|i| w.and_then(|w| w.steps_of_instance(i)))
+                .collect()
+        })
+        .unwrap_or(None);
+    let tool = bundle.timing_source.map_or("trace", |s| s.as_str());
+    Samples {
+        basis: HeadlineBasis::Trace,
+        source: format!(
+            "{tool} trace's stage instances, timed under the profiler{}",
+            if bundle.capture.is_some() {
+                " (this capture kept no unprofiled baseline samples)"
+            } else {
+                " (ingest-only run: no unprofiled baseline)"
+            }
+        ),
+        prefill: walls(StageRole::Prefill),
+        decode,
+        steps: steps.map(|s| vec![s]).unwrap_or_default(),
+        batch,
+    }
+}

@@ -30,17 +30,19 @@ pub(super) fn table(b: &Bundle) -> TableView {
     let basis = basis_name(r.basis);
     let ms = |v: f64| ms_f(v);
     if let Some(m) = &r.ttft_ns {
-        push(&mut t, "TTFT (ms)", m, ms, basis, profiled(b, "prefill"));
-    }
-    if let Some(m) = &r.tpot_ns {
         push(
             &mut t,
-            "TPOT (ms)",
+            "TTFT (ms)",
             m,
             ms,
             basis,
-            profiled(b, "decode step"),
+            profiled(b, "prefill", true),
         );
+    }
+    if let Some(m) = &r.tpot_ns {
+        // TPOT is decode wall over steps: the decode wall's overhead is its overhead.
+        let overhead = profiled(b, "decode", false).map(|p| format!("{p} (decode wall)"));
+        push(&mut t, "TPOT (ms)", m, ms, basis, overhead);
     }
     // TTFT is the prefill wall: only the other stages get a wall row.
     for w in r
@@ -49,7 +51,14 @@ pub(super) fn table(b: &Bundle) -> TableView {
         .filter(|w| w.stage != "prefill" || r.ttft_ns.is_none())
     {
         let label = format!("{} wall (ms)", w.stage);
-        push(&mut t, &label, &w.wall_ns, ms, basis, profiled(b, &w.stage));
+        push(
+            &mut t,
+            &label,
+            &w.wall_ns,
+            ms,
+            basis,
+            profiled(b, &w.stage, true),
+        );
     }
     if let Some(m) = &r.decode_throughput {
         push(
@@ -103,20 +112,22 @@ fn basis_name(b: HeadlineBasis) -> &'static str {
 }
 
 /// The profiled passes' median of the same stage with their overhead, e.g.
-/// `nsys 89.2 ms (+15.3%)`; `None` without overhead records.
-fn profiled(b: &Bundle, stage: &str) -> Option<String> {
+/// `nsys 89.2 ms (+15.3%)`, or only the overhead (`nsys +15.3%`) without `median`; `None`
+/// without overhead records.
+fn profiled(b: &Bundle, stage: &str, median: bool) -> Option<String> {
     let c = b.capture.as_ref()?;
     let cells: Vec<String> = c
         .overhead
         .iter()
         .filter(|o| o.stage == stage)
-        .map(|o| {
-            format!(
+        .map(|o| match median {
+            true => format!(
                 "{} {} ms ({:+.1}%)",
                 o.pass,
                 ms_f(o.profiled_median_ns),
                 o.overhead_pct
-            )
+            ),
+            false => format!("{} {:+.1}%", o.pass, o.overhead_pct),
         })
         .collect();
     (!cells.is_empty()).then(|| cells.join("; "))

@@ -8,7 +8,7 @@
 //!   loading and work outside every stage excluded; memcpy/memset excluded), as a share, per
 //!   processed token or per forward step ([`Norm`]).
 
-use llmprof_bundle::{is_warmup, Bundle, Category, OpKind, StageRole};
+use llmprof_bundle::{is_warmup, Bundle, Category, HeadlineBasis, OpKind, StageRole};
 
 use crate::fmt::{fixed, ms_f};
 use crate::table::{Column, TableView};
@@ -21,8 +21,11 @@ pub struct RunSummary {
     pub run_id: String,
     /// The label, else the run id.
     pub title: String,
-    /// Top-level stages (warm-up excluded): name and median wall time per instance, ns.
+    /// Top-level stages (warm-up excluded): name and median wall time per instance, ns — the
+    /// unprofiled baseline's for the stages it timed, when the run has one.
     pub stages: Vec<(String, f64)>,
+    /// Whether the run's headline numbers come from its unprofiled baseline (else its trace).
+    pub baseline: bool,
     /// MFU and MBU (%) of the first prefill and decode stages.
     pub prefill_mfu_mbu: (Option<f64>, Option<f64>),
     pub decode_mfu_mbu: (Option<f64>, Option<f64>),
@@ -191,10 +194,9 @@ impl RunSummary {
             .stages
             .iter()
             .find(|s| StageRole::of_name(&s.name) == StageRole::Prefill);
-        let prefill_tokens_per_s = match (context, prefill) {
-            (Some(c), Some(s)) if s.wall.median_ns > 0.0 => {
-                Some((c * batch) as f64 / (s.wall.median_ns / 1e9))
-            }
+        let prefill_wall = prefill.map(|s| headline_wall(b, s));
+        let prefill_tokens_per_s = match (context, prefill_wall) {
+            (Some(c), Some(w)) if w > 0.0 => Some((c * batch) as f64 / (w / 1e9)),
             _ => None,
         };
         let generated = a.and_then(|a| a.run.generated_tokens);
@@ -214,8 +216,9 @@ impl RunSummary {
             run_id: b.run_id.clone(),
             title: b.label.clone().unwrap_or_else(|| b.run_id.clone()),
             stages: measured_stages(b)
-                .map(|s| (s.name.clone(), s.wall.median_ns))
+                .map(|s| (s.name.clone(), headline_wall(b, s)))
                 .collect(),
+            baseline: a.is_some_and(|a| a.run.basis == HeadlineBasis::Baseline),
             prefill_mfu_mbu: role_metrics(StageRole::Prefill),
             decode_mfu_mbu: role_metrics(StageRole::Decode),
             decode_tokens_per_s: a.and_then(|a| a.run.decode_tokens_per_s),
@@ -266,6 +269,22 @@ impl RunSummary {
 
 /// Top-level stages of the workload, warm-up and library ranges excluded: what a comparison
 /// measures.
+/// The median wall of one instance of a top-level stage, ns: the headline's (the unprofiled
+/// baseline's, when the run has one and timed a stage of this role), else the trace's.
+fn headline_wall(b: &Bundle, s: &llmprof_bundle::Stage) -> f64 {
+    let role = StageRole::of_name(&s.name);
+    b.analysis
+        .as_ref()
+        .filter(|a| a.run.basis == HeadlineBasis::Baseline && role != StageRole::Other)
+        .and_then(|a| {
+            a.run
+                .stage_wall_ns
+                .iter()
+                .find(|w| StageRole::of_name(&w.stage) == role)
+        })
+        .map_or(s.wall.median_ns, |w| w.wall_ns.median)
+}
+
 fn measured_stages(b: &Bundle) -> impl Iterator<Item = &llmprof_bundle::Stage> {
     b.workload_stages()
         .filter(|s| s.depth == 0 && !is_warmup(&s.name))
@@ -315,6 +334,20 @@ impl Comparison {
     }
 
     /// A table with one column per run after `first`.
+    /// `; timed under the profiler for runs without one: a, b` (empty when every run has one).
+    fn traced_runs(&self) -> String {
+        let traced: Vec<&str> = (self.runs.iter().filter(|r| !r.baseline))
+            .map(|r| r.run_id.as_str())
+            .collect();
+        match traced.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; the trace's instances, timed under the profiler, for runs without one: {}",
+                traced.join(", ")
+            ),
+        }
+    }
+
     fn table(&self, first: &str, source: &str) -> TableView {
         let columns = std::iter::once(Column::text(first))
             .chain(self.runs.iter().map(|r| Column::num(&r.run_id)))
@@ -326,7 +359,11 @@ impl Comparison {
     pub fn stages_table(&self) -> TableView {
         let mut t = self.table(
             "Stage",
-            "median wall time of one instance of each top-level stage (warm-up excluded)",
+            &format!(
+                "median wall time of one instance of each top-level stage (warm-up excluded), \
+                 from the unprofiled baseline{}",
+                self.traced_runs()
+            ),
         );
         for name in self.stage_names(usize::MAX) {
             let values: Vec<Option<f64>> = self.runs.iter().map(|r| r.stage_ns(&name)).collect();
@@ -348,7 +385,11 @@ impl Comparison {
     pub fn efficiency_table(&self) -> TableView {
         let mut t = self.table(
             "Metric",
-            "the analysis: MFU/MBU over stage wall time, tokens/s and latency medians",
+            &format!(
+                "the analysis' headline: MFU/MBU over stage wall time, tokens/s and latency \
+                 medians, from the unprofiled baseline{}",
+                self.traced_runs()
+            ),
         );
         let metrics = EFFICIENCY
             .iter()

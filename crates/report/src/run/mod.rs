@@ -165,8 +165,10 @@ pub struct IndexRow {
     pub model: String,
     pub device: String,
     pub date: String,
-    /// Median wall time of the first prefill stage, ms.
-    pub prefill_ms: Option<f64>,
+    /// Where the headline numbers come from: `baseline` (unprofiled) or `trace (profiled)`.
+    pub timing: String,
+    /// Headline median wall time of one decode instance, ms.
+    pub decode_ms: Option<f64>,
     pub decode_tps: Option<f64>,
     pub ttft_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
@@ -189,11 +191,13 @@ impl IndexRow {
             model: overview::model_name(b),
             device: overview::device_name(b),
             date: b.captured_at.clone().unwrap_or_default(),
-            prefill_ms: b
-                .stages
-                .iter()
-                .find(|s| StageRole::of_name(&s.name) == StageRole::Prefill)
-                .map(|s| s.wall.median_ns / 1e6),
+            timing: a.map_or(String::new(), |a| match a.run.basis {
+                llmprof_bundle::HeadlineBasis::Baseline => "baseline".into(),
+                llmprof_bundle::HeadlineBasis::Trace => "trace (profiled)".into(),
+            }),
+            decode_ms: a
+                .and_then(|a| a.run.stage_wall_ns.iter().find(|w| w.stage == "decode"))
+                .map(|w| w.wall_ns.median / 1e6),
             decode_tps: a.and_then(|a| a.run.decode_tokens_per_s),
             ttft_ms: a
                 .and_then(|a| a.run.ttft.as_ref())
@@ -214,7 +218,7 @@ impl IndexRow {
             None => (crate::fmt::NA.to_string(), String::new()),
         };
         vec![
-            cell(self.prefill_ms, 2),
+            cell(self.decode_ms, 2),
             cell(self.decode_tps, 1),
             cell(self.ttft_ms, 2),
             cell(self.tpot_ms, 2),

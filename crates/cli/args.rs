@@ -289,6 +289,7 @@ impl IngestArgs {
                 workload: self.workload.flags(),
                 peak_tflops: self.workload.peak_tflops,
                 peak_gbps: self.workload.peak_gbps,
+                stage_names: Vec::new(),
             },
             out: self.out,
         }

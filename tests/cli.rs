@@ -489,3 +489,149 @@ fn check_gates_on_budgets_beyond_noise() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("budget term `decode.tpot<5%`"));
 }
+
+/// The H100 CUDA-graph decode ingested, its decode stretched to twelve instances with a few
+/// percent of spread (walls and per-instance kernel samples alike), once as A and once as B
+/// with its top decode kernel 10% slower (its category's time raised by as much).
+fn slower_kernel_runs(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let req = llmprof_ingest::IngestRequest {
+        nsys: Some(fixture("h100-cuda-graphs/nsys_node_level.sqlite.gz")),
+        ..Default::default()
+    };
+    let base = llmprof_ingest::ingest(&req, &mut |_| {}).unwrap().bundle;
+    let decode = base.stages.iter().find(|s| s.name == "decode").unwrap().id;
+    let jitter = |i: usize| 1.0 + ((i * 7) % 5) as f64 * 0.01;
+    let stretch =
+        |ns: &[u64]| -> Vec<u64> { (0..12).map(|i| (ns[0] as f64 * jitter(i)) as u64).collect() };
+    let write = |name: &str, slower: bool| {
+        let mut b = base.clone();
+        b.run_id = name.into();
+        let stage = &mut b.stages[decode as usize];
+        let first = stage.instance_list[0].clone();
+        stage.instance_list = vec![first; 12];
+        let ik = b
+            .instance_kernels
+            .iter_mut()
+            .find(|s| s.stage == decode)
+            .unwrap();
+        let top = ik.kernels[0].kernel;
+        let category = b.kernels[top as usize].category;
+        let extra: Vec<u64> = stretch(&ik.kernels[0].ns)
+            .iter()
+            .map(|&v| if slower { v / 10 } else { 0 })
+            .collect();
+        for s in &mut ik.kernels {
+            s.ns = stretch(&s.ns);
+            if s.kernel == top {
+                s.ns.iter_mut().zip(&extra).for_each(|(v, e)| *v += e);
+            }
+        }
+        for s in &mut ik.categories {
+            s.ns = stretch(&s.ns);
+            if s.category == category {
+                s.ns.iter_mut().zip(&extra).for_each(|(v, e)| *v += e);
+            }
+        }
+        let path = dir.join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join("bundle.json"), serde_json::to_string(&b).unwrap()).unwrap();
+        path
+    };
+    let short = base.kernels[base
+        .instance_kernels
+        .iter()
+        .find(|s| s.stage == decode)
+        .unwrap()
+        .kernels[0]
+        .kernel as usize]
+        .short_name
+        .clone();
+    (write("a", false), write("b", true), short)
+}
+
+/// Kernel and category rows: `--json` names each row's key; a kernel 10% slower over twelve
+/// instances is called slower and exceeds a +5% budget on its key beyond noise, while the
+/// untouched categories stay within; a run from before the samples gets no such rows and one
+/// note; an unknown category in a budget is named.
+#[test]
+fn diff_and_check_per_kernel_and_category() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, short) = slower_kernel_runs(dir.path());
+    let json = llmprof([
+        "diff".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    // The one slower row is the kernel made slower (its key gains `~hash` only if another
+    // compared kernel shares its short name), and its category.
+    let slower: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["verdict"] == "slower").collect();
+    assert_eq!(slower.len(), 2, "{slower:?}");
+    let kernel = slower[1];
+    let key = kernel["key"].as_str().unwrap().to_string();
+    assert!(slower[0]["key"]
+        .as_str()
+        .unwrap()
+        .starts_with("decode.category."));
+    assert!(key.starts_with(&format!("decode.kernel.{short}")), "{key}");
+    let pct = kernel["delta_pct"].as_f64().unwrap();
+    assert!((9.0..11.0).contains(&pct), "{kernel}");
+    let others: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| {
+            r["key"].as_str().unwrap().starts_with("decode.kernel.") && r["key"] != key.as_str()
+        })
+        .collect();
+    assert!(!others.is_empty());
+    assert!(
+        others
+            .iter()
+            .all(|r| r["verdict"] == "no significant change"),
+        "{others:?}"
+    );
+    assert_eq!(v["notes"], serde_json::json!([]));
+
+    let check = |budget: &str| {
+        llmprof([
+            "check".as_ref(),
+            b.as_os_str(),
+            "--against".as_ref(),
+            a.as_os_str(),
+            "--budget".as_ref(),
+            budget.as_ref(),
+        ])
+    };
+    let o = check(&format!("{key}<=+5%"));
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains(&format!("budget exceeded beyond noise: {key}<=+5%")));
+    let o = check("decode.category.attention<=+5%,prefill.category.gemm<=+5%");
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("decode.category.attention<=+5%: within"),
+        "{}",
+        stdout(&o)
+    );
+    let o = check("decode.category.gemmm<=+5%");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown category `gemmm`"),
+        "{}",
+        stderr(&o)
+    );
+
+    let old = fixture("sample-runs/20261123-154903-qwen2.5-0.5b-standard");
+    let o = llmprof(["diff".as_ref(), old.as_os_str(), b.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains(" kernels (ms)"), "{text}");
+    let notes: Vec<&str> = text.lines().filter(|l| l.contains("note:")).collect();
+    assert_eq!(notes.len(), 1, "{text}");
+    assert!(
+        notes[0].contains("20261123-154903-qwen2.5-0.5b-standard")
+            && notes[0].contains("no per-instance kernel samples")
+    );
+}

@@ -89,12 +89,96 @@ fn compiled_qwen_node_level_export_equals_nsys_stats() {
     check_nvtx_sum(&b, &stats);
     check_nvtx_gpu_proj_sum(&b, &stats);
     check_cuda_gpu_kern_sum(&b, &stats);
+    check_instance_kernels(&b);
     let d = stage(&b, ":decode");
     // 3 instances x 64 steps, one graph launch per step: NVIDIA counts 4 GPU ops per step.
     assert_eq!(
         (d.gpu_ops, d.graph_launches, d.graph_kernels),
         (768, 192, 192 * 484)
     );
+}
+
+/// Per-instance kernel samples of every measured stage add up to the stage's totals, per
+/// kernel (its `by_stage` time) and per category (the `by_stage` time of its kernels), on the
+/// H200 eager export and the H100 CUDA-graph exports at graph and node level.
+#[test]
+fn per_instance_kernel_samples_sum_to_the_stage_totals() {
+    for b in [bundle(), graphs("graph").0, graphs("node").0] {
+        check_instance_kernels(b);
+    }
+}
+
+fn check_instance_kernels(b: &Bundle) {
+    let measured: Vec<u32> = b
+        .workload_stages()
+        .filter(|s| s.depth == 0 && !llmprof_bundle::is_warmup(&s.name))
+        .map(|s| s.id)
+        .collect();
+    let sampled: Vec<u32> = b.instance_kernels.iter().map(|s| s.stage).collect();
+    assert!(!measured.is_empty());
+    assert_eq!(
+        sampled, measured,
+        "{}: the measured stages are sampled",
+        b.run_id
+    );
+    let in_stage = |k: &llmprof_bundle::Kernel, stage: u32| -> u64 {
+        k.by_stage
+            .iter()
+            .filter(|x| x.stage == stage)
+            .map(|x| x.total_ns)
+            .sum()
+    };
+    for ik in &b.instance_kernels {
+        let st = &b.stages[ik.stage as usize];
+        let n = st.instance_list.len();
+        for c in &ik.categories {
+            assert_eq!(c.ns.len(), n);
+            let total: u64 = b
+                .kernels
+                .iter()
+                .filter(|k| k.kind == OpKind::Kernel && k.category == c.category)
+                .map(|k| in_stage(k, ik.stage))
+                .sum();
+            assert_eq!(
+                c.ns.iter().sum::<u64>(),
+                total,
+                "{} {:?}",
+                st.name,
+                c.category
+            );
+        }
+        let all: u64 = ik.categories.iter().flat_map(|c| &c.ns).sum();
+        assert_eq!(
+            all, st.kernel_ns,
+            "{}: categories sum to the kernel time",
+            st.name
+        );
+        // Each instance's categories sum to its own kernel time.
+        for (i, inst) in st.instance_list.iter().enumerate() {
+            let sum: u64 = ik.categories.iter().map(|c| c.ns[i]).sum();
+            assert_eq!(sum, inst.kernel_ns, "{} instance {i}", st.name);
+        }
+        // Every top kernel the stage ran has its series, summing to its by_stage time.
+        let top: Vec<u32> = b
+            .kernels
+            .iter()
+            .take(llmprof_bundle::TOP_KERNELS)
+            .filter(|k| k.kind == OpKind::Kernel && in_stage(k, ik.stage) > 0)
+            .map(|k| k.id)
+            .collect();
+        let series: Vec<u32> = ik.kernels.iter().map(|s| s.kernel).collect();
+        assert_eq!(series, top, "{}", st.name);
+        for s in &ik.kernels {
+            let k = &b.kernels[s.kernel as usize];
+            assert_eq!(s.ns.len(), n);
+            assert_eq!(
+                s.ns.iter().sum::<u64>(),
+                in_stage(k, ik.stage),
+                "{}",
+                k.name
+            );
+        }
+    }
 }
 
 /// Graph level: the 16 graph launches per decode instance are busy time and graph launches,

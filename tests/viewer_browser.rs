@@ -3,7 +3,8 @@
 //! hovering the run's longest kernel shows its name, duration, stage offset, grid/block and
 //! category, zoom and pan move the window, a Shift-drag selects a range whose table and GPU
 //! busy % match the Rust computation for the range in the URL, search highlights, and the
-//! URL hash reproduces the view in a fresh page. The comparison page draws and exports SVG.
+//! URL hash reproduces the view in a fresh page. The comparison page draws and exports SVG, and
+//! its diff of two ticked runs shows what `llmprof diff --json` prints for them.
 //!
 //! Needs `chromium`, `node` and `npm ci --prefix tests/browser` (playwright-core). Without
 //! them the test says it did not run, unless `LLMPROF_REQUIRE_BROWSER=1` (set by `.ci/run`).
@@ -44,7 +45,7 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
         return;
     };
     let (_dir, runs, site) = build_sample_site();
-    with_captured_runs(&runs, &site);
+    let diffs = with_captured_runs(&runs, &site);
     let id = "20261121-235636-sample";
     let run_dir = site.join("runs").join(id);
     let bundle = std::fs::read_to_string(run_dir.join("bundle.json")).unwrap();
@@ -69,6 +70,7 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
         "kernel_duration": duration,
         "screenshot": tmp.join("viewer-timeline.png"),
         "compare_screenshot": tmp.join("viewer-compare.png"),
+        "diffs": diffs,
     });
     let cfg_path = site.join("viewer-test.json");
     std::fs::write(&cfg_path, config.to_string()).unwrap();
@@ -89,7 +91,64 @@ fn the_viewer_draws_hovers_zooms_selects_and_links_in_chromium() {
     assert_eq!(bases.len(), 2, "both http and file:// ran");
     for (base, res) in bases {
         check_base(base, res, &run, id, k);
+        check_diffs(base, res, &runs, &diffs);
     }
+}
+
+/// The compare page's "Diff of two runs" for each ticked pair against `llmprof diff --json`
+/// of the same runs: the same rows in the same order, each metric, median, Δ, Δ% and verdict
+/// equal (the numbers exactly, through the cells' `data-value`), and the same notes.
+fn check_diffs(base: &str, res: &serde_json::Value, runs: &Path, pairs: &[[String; 2]]) {
+    let shown = res["diffs"].as_array().unwrap();
+    assert_eq!(shown.len(), pairs.len(), "{base}");
+    let untick = res["diff_untick_status"].as_str().unwrap();
+    assert!(untick.contains("Tick exactly two runs"), "{base}: {untick}");
+    let mut kernel_rows = 0;
+    for (page, pair) in shown.iter().zip(pairs) {
+        let (a, b) = (page["a"].as_str().unwrap(), page["b"].as_str().unwrap());
+        let mut sorted = pair.clone();
+        sorted.sort();
+        assert_eq!(
+            [a, b],
+            [sorted[0].as_str(), sorted[1].as_str()],
+            "{base}: A is the earlier run"
+        );
+        let o = llmprof([
+            "diff".as_ref(),
+            runs.join(a).as_os_str(),
+            runs.join(b).as_os_str(),
+            "--json".as_ref(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let cli: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let cli_rows = cli["rows"].as_array().unwrap();
+        let rows = page["rows"].as_array().unwrap();
+        assert!(!rows.is_empty(), "{base}: {a} vs {b} shows no rows");
+        assert_eq!(rows.len(), cli_rows.len(), "{base}: {a} vs {b}");
+        for (r, c) in rows.iter().zip(cli_rows) {
+            let cell = |i: usize| r["cells"][i].as_str().unwrap();
+            // Read with serde_json's own float parser, as the CLI's output is: the same
+            // shortest digits give the same f64 (str::parse would round some differently).
+            let value = |i: usize| {
+                r["values"][i]
+                    .as_str()
+                    .map(|v| serde_json::from_str::<f64>(v).unwrap())
+            };
+            assert_eq!(r["key"], c["key"], "{base}");
+            assert_eq!(cell(0), c["metric"].as_str().unwrap(), "{base}");
+            assert_eq!(value(1), c["a"]["median"].as_f64(), "{base}: {r}");
+            assert_eq!(value(2), c["b"]["median"].as_f64(), "{base}: {r}");
+            assert_eq!(value(3), c["delta"].as_f64(), "{base}: {r}");
+            assert_eq!(value(4), c["delta_pct"].as_f64(), "{base}: {r}");
+            assert_eq!(cell(6), c["verdict"].as_str().unwrap(), "{base}");
+            kernel_rows += usize::from(cell(0).contains(" kernels (ms)"));
+        }
+        assert_eq!(page["notes"], cli["notes"], "{base}: {a} vs {b}");
+    }
+    assert!(
+        kernel_rows > 0,
+        "{base}: no kernel-category row was compared"
+    );
 }
 
 /// What the page showed at one base (http or file://) against the viewer crate's own
@@ -145,8 +204,11 @@ fn check_base(base: &str, res: &serde_json::Value, run: &Run, id: &str, k: usize
 }
 
 /// Adds the bundles of four H100 captures (eager and compiled, three models) to the sample
-/// site, so the compare page's default picks are real runs that differ.
-fn with_captured_runs(runs: &Path, site: &Path) {
+/// site, so the compare page's default picks are real runs that differ, and the H100 CUDA-graph
+/// decode ingested from its graph- and node-level exports (runs with per-instance kernel
+/// samples). Returns the pairs whose diff the page is checked on: two sample runs, and the two
+/// ingested exports.
+fn with_captured_runs(runs: &Path, site: &Path) -> Vec<[String; 2]> {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sample-runs");
     for id in [
         "20261123-154903-qwen2.5-0.5b-standard",
@@ -162,6 +224,40 @@ fn with_captured_runs(runs: &Path, site: &Path) {
         )
         .unwrap();
     }
+    let graphs = fixture("h100-cuda-graphs");
+    let ingested = ["graph", "node"].map(|level| {
+        let o = llmprof([
+            "ingest".as_ref(),
+            "--nsys".as_ref(),
+            graphs
+                .join(format!("nsys_{level}_level.sqlite.gz"))
+                .as_os_str(),
+            "--metadata".as_ref(),
+            graphs.join("metadata.json").as_os_str(),
+            "--label".as_ref(),
+            level.as_ref(),
+            "--out".as_ref(),
+            runs.as_os_str(),
+        ] as [&std::ffi::OsStr; 9]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let last = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string();
+        Path::new(&last)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    });
     let o = site_build(runs, site);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    vec![
+        [
+            "20261123-154903-qwen2.5-0.5b-standard".to_string(),
+            "20261123-155734-qwen3-moe-small-standard-reduce-overhead".to_string(),
+        ],
+        ingested,
+    ]
 }

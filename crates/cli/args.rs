@@ -39,7 +39,13 @@ pub enum Command {
     ///
     /// Example: llmprof analyze runs/20261121-235636-qwen2-h200 --decode-steps 2,16 --peak-tflops 780
     Analyze(AnalyzeArgs),
-    /// Compare run B with run A, per measured stage and for TPOT, telling change from noise.
+    /// Compare run B with run A, per measured stage, for TPOT, per kernel category and per top
+    /// kernel, telling change from noise.
+    ///
+    /// Kernel and category rows compare the kernel time of one stage instance; they need
+    /// per-instance kernel samples in both bundles (written by ingest since this llmprof; an
+    /// older run gets a note instead). Kernels are the run's top 20 by total time that both
+    /// runs ran, matched by full name. `--json` prints each row's key, the name a budget uses.
     ///
     /// Each figure shows both medians with their 95% confidence intervals (order statistics),
     /// the shift from A to B with its interval (Hodges–Lehmann with the Mann–Whitney interval;
@@ -54,12 +60,15 @@ pub enum Command {
     /// Prints the diff and each budget term's verdict either way, and appends both as Markdown
     /// to $GITHUB_STEP_SUMMARY when that is set. A term is exceeded only when the whole 95%
     /// interval of Δ% lies beyond its limit; with too few samples nothing is claimed (exit 0,
-    /// and the term says so). Metrics: STAGE.wall, prefill.ttft (the prefill wall),
-    /// decode.tpot, STAGE.mfu. A malformed budget is an error naming the term (exit 2).
+    /// and the term says so). Keys: STAGE.wall, prefill.ttft (the prefill wall), decode.tpot,
+    /// STAGE.mfu, STAGE.category.CATEGORY (gemm, attention, moe/routing, elementwise,
+    /// reduction/norm, communication, other: kernel time per instance) and STAGE.kernel.KERNEL
+    /// (a top kernel's short name; `llmprof diff --json` prints every row's key). A malformed
+    /// budget is an error naming the term (exit 2).
     ///
     /// Example:
     ///   llmprof check runs/new --against runs/main \
-    ///       --budget "decode.tpot<=+5%,prefill.ttft<=+5%,prefill.mfu>=-5%"
+    ///       --budget "decode.tpot<=+5%,prefill.ttft<=+5%,prefill.mfu>=-5%,decode.category.gemm<=+3%"
     #[command(verbatim_doc_comment)]
     Check(CheckArgs),
     /// Build the static report site.
@@ -289,6 +298,7 @@ impl IngestArgs {
                 workload: self.workload.flags(),
                 peak_tflops: self.workload.peak_tflops,
                 peak_gbps: self.workload.peak_gbps,
+                stage_names: Vec::new(),
             },
             out: self.out,
         }
@@ -332,7 +342,9 @@ pub struct CheckArgs {
     /// The baseline run.
     #[arg(long, value_name = "BASE")]
     pub against: PathBuf,
-    /// Comma-separated terms: STAGE.METRIC<=+N% or STAGE.METRIC>=-N%.
+    /// Comma-separated terms: KEY<=+N% or KEY>=-N%, KEY as `llmprof diff --json` prints it
+    /// (decode.tpot, prefill.ttft, STAGE.wall, STAGE.mfu, STAGE.category.gemm,
+    /// STAGE.kernel.NAME).
     #[arg(long, value_name = "TERMS")]
     pub budget: String,
 }

@@ -28,6 +28,9 @@ pub fn run(args: DiffArgs) -> Result<()> {
         } else {
             out.write_all(table::render(&diff.table(), 160).as_bytes())?;
         }
+        for n in &diff.notes {
+            writeln!(out, "  note: {n}")?;
+        }
         writeln!(out, "  source: {}", diff.table().source)?;
     }
     Ok(())
@@ -43,6 +46,7 @@ fn as_json(d: &Diff) -> serde_json::Value {
                 m.map(|m| json!({"n": m.n, "median": m.median, "ci": ci(m.ci), "cv_pct": m.cv_pct}))
             };
             json!({
+                "key": r.key,
                 "metric": r.metric,
                 "a": median(r.a),
                 "b": median(r.b),
@@ -53,7 +57,7 @@ fn as_json(d: &Diff) -> serde_json::Value {
             })
         })
         .collect();
-    json!({"a": d.a, "b": d.b, "rows": rows})
+    json!({"a": d.a, "b": d.b, "rows": rows, "notes": d.notes})
 }
 
 /// A GitHub-flavoured Markdown table; `|` in cells escaped.
@@ -76,6 +80,9 @@ fn markdown(d: &Diff) -> String {
     for row in &t.rows {
         let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
         s.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    for n in &d.notes {
+        s.push_str(&format!("\n_Note: {}._\n", cell(n)));
     }
     s.push_str(&format!("\n_Source: {}._\n", t.source));
     s
@@ -123,6 +130,9 @@ pub fn check(args: CheckArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "B {} against A {}", diff.b, diff.a)?;
     out.write_all(table::render(&diff.table(), 160).as_bytes())?;
+    for n in &diff.notes {
+        writeln!(out, "  note: {n}")?;
+    }
     for l in &lines {
         writeln!(out, "  budget  {l}")?;
     }

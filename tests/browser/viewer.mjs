@@ -4,7 +4,8 @@
 //
 //   node tests/browser/viewer.mjs CONFIG.json
 //
-// CONFIG: { chromium, bases: [url...], run, kernel, kernel_name, kernel_duration, screenshot }
+// CONFIG: { chromium, bases: [url...], run, kernel, kernel_name, kernel_duration, screenshot,
+//           compare_screenshot, diffs: [[run id, run id]...] }
 import { readFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
@@ -133,6 +134,32 @@ async function compareTablesMatchCanvas(page) {
   const totals = drawn.slice(segments[4]).filter((t) => t.text.includes(" · ")).map((t) => t.text.split(" · ").pop());
   n += sameNumbers(totals, values(tables.token, (r) => r.label === "Total"), "kernel time per token");
   return n;
+}
+
+// The "Diff of two runs" section: with other than two runs ticked it asks for two; with the
+// pair ticked (through #runs=, as the index links) it shows their diff. Returns what each
+// row showed: its key, cell texts and data-value attributes, and the notes.
+async function diffsOfPairs(page, pairs) {
+  const res = { untick: await page.innerText("#cmp-diff-status"), diffs: [] };
+  for (const pair of pairs) {
+    const want = pair.slice().sort().join(",");
+    await page.evaluate((p) => { window.location.hash = "runs=" + p.map(encodeURIComponent).join(","); }, pair);
+    await page.waitForSelector(`#cmp-diff-table[data-runs="${want}"]`, { state: "attached", timeout: 30000 });
+    const d = await page.evaluate(() => ({
+      status: document.getElementById("cmp-diff-status").textContent,
+      visible: !document.getElementById("cmp-diff-table").classList.contains("hidden"),
+      rows: Array.from(document.querySelectorAll("#cmp-diff-table tbody tr"), (tr) => ({
+        key: tr.getAttribute("data-key"),
+        cells: Array.from(tr.cells, (c) => c.textContent),
+        values: Array.from(tr.cells, (c) => c.getAttribute("data-value")),
+      })),
+      notes: Array.from(document.querySelectorAll("#cmp-diff-notes li"), (li) => li.textContent),
+    }));
+    const [a, b] = want.split(",");
+    check(d.visible && d.status.includes(`B = ${b} against A = ${a}`), `diff status: ${d.status}`);
+    res.diffs.push(Object.assign({ a, b }, d));
+  }
+  return res;
 }
 
 const out = { bases: {} };
@@ -293,6 +320,9 @@ for (const base of cfg.bases) {
   }
   res.compare_checked = await compareTablesMatchCanvas(cmp.page);
   res.compare_status = await cmp.page.innerText("#cmp-status");
+  const diffs = await diffsOfPairs(cmp.page, cfg.diffs || []);
+  res.diff_untick_status = diffs.untick;
+  res.diffs = diffs.diffs;
   if (cfg.compare_screenshot && base.startsWith("http")) {
     await cmp.page.screenshot({ path: cfg.compare_screenshot, fullPage: true });
   }

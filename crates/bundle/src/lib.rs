@@ -50,6 +50,7 @@
 //! | `totals` | [`Totals`] | whole-run GPU totals |
 //! | `stages[]` | [`Stage`] | every NVTX range / `record_function` annotation, with its instances |
 //! | `kernels[]` | [`Kernel`] | per distinct kernel name (and one row per memcpy kind and for memset) |
+//! | `instance_kernels[]` | [`InstanceKernels`] | per instance of each measured stage: kernel time by category and for the run's top kernels (see `samples.rs`); absent in older bundles |
 //! | `operators[]` | [`Operator`] | PyTorch operators (PyTorch profiler input only) |
 //! | `ncu[]` | [`NcuKernel`] | Nsight Compute per-kernel metrics, joined to `kernels[]` |
 //! | `timeline` | [`TimelineInfo`]? | how to find `timeline.json` and what it holds |
@@ -85,6 +86,8 @@
 //!   `graphs`, `graph_ns`, `graph_kernels`, `graph_launches` and `graph_trace`, the timeline's
 //!   kernels the `graph` and `graph_node` columns. All have defaults, so version-3 bundles read
 //!   unchanged; a version-3 reader refuses version 4 (the new enum values).
+//!   Later additive field, same version: `instance_kernels[]` ([`InstanceKernels`], written
+//!   only when non-empty; earlier version-4 bundles read with it empty).
 //!
 //! # CUDA graphs
 //!
@@ -113,6 +116,7 @@ use serde::{Deserialize, Serialize};
 mod analysis;
 mod capture;
 pub mod names;
+mod samples;
 mod stats;
 mod summary;
 pub mod time;
@@ -127,6 +131,7 @@ pub use capture::{
     Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries, Overhead,
     PassRecord, StageEnergy, StageTimings, Window,
 };
+pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
 pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
@@ -172,6 +177,9 @@ pub struct Bundle {
     pub stages: Vec<Stage>,
     #[serde(default)]
     pub kernels: Vec<Kernel>,
+    /// Per-instance kernel time of the measured stages (`samples.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instance_kernels: Vec<InstanceKernels>,
     #[serde(default)]
     pub operators: Vec<Operator>,
     #[serde(default)]
@@ -208,6 +216,7 @@ impl Bundle {
             totals: Totals::default(),
             stages: Vec::new(),
             kernels: Vec::new(),
+            instance_kernels: Vec::new(),
             operators: Vec::new(),
             ncu: Vec::new(),
             timeline: None,
@@ -240,20 +249,31 @@ impl Bundle {
     /// `--stages` did not name (as `name` or `domain:name`). Library ranges stay in the bundle
     /// and the timeline, but are never shown as stages or analysed as one.
     pub fn is_library_range(&self, stage: &Stage) -> bool {
-        if stage.domain.is_empty() {
-            return false;
-        }
-        let qualified = format!("{}:{}", stage.domain, stage.name);
-        let named = self.capture.iter().flat_map(|c| &c.stage_names);
-        !named
-            .into_iter()
-            .any(|n| *n == stage.name || *n == qualified)
+        let named = self.capture.as_ref().map_or(&[][..], |c| &c.stage_names);
+        is_library_range(&stage.domain, &stage.name, named)
+    }
+
+    /// The per-instance kernel time of stage `id`, when the bundle has it.
+    pub fn instance_kernels_of(&self, id: u32) -> Option<&InstanceKernels> {
+        self.instance_kernels.iter().find(|s| s.stage == id)
     }
 
     /// The workload's stages: every stage but library ranges.
     pub fn workload_stages(&self) -> impl Iterator<Item = &Stage> {
         self.stages.iter().filter(|s| !self.is_library_range(s))
     }
+}
+
+/// Whether a range of `name` in NVTX `domain` is a library's rather than the workload's: a
+/// non-default domain that `named` (the capture's `--stages`, as `name` or `domain:name`) does
+/// not name. [`Bundle::is_library_range`] applies it with the bundle's capture record; ingest
+/// applies it with the names it is given, before there is a bundle.
+pub fn is_library_range(domain: &str, name: &str, named: &[String]) -> bool {
+    if domain.is_empty() {
+        return false;
+    }
+    let qualified = format!("{domain}:{name}");
+    !named.iter().any(|n| *n == name || *n == qualified)
 }
 
 #[derive(Deserialize)]

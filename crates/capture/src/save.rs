@@ -27,6 +27,7 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
         model_config: output.model_config.clone(),
         metadata: output.metadata.clone(),
         label: Some(label.clone()),
+        stage_names: output.capture.stage_names.clone(),
         ..IngestRequest::default()
     };
     let mut capture = output.capture.clone();

@@ -17,9 +17,10 @@ use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 
 use llmprof_bundle::{
-    Category, Distribution, GraphTrace, Kernel, KernelStage, Launch, OpKind, Severity, Stage,
+    is_library_range, is_warmup, Category, CategorySamples, Distribution, GraphTrace,
+    InstanceKernels, Kernel, KernelSamples, KernelStage, Launch, OpKind, Severity, Stage,
     StageInstance, StageKind, Timeline, TimelineKernels, TimelineMemOps, TimelineRanges, Totals,
-    SCHEMA_VERSION,
+    SCHEMA_VERSION, TOP_KERNELS,
 };
 
 use crate::diagnostics::Diagnostics;
@@ -32,6 +33,8 @@ use llmprof_bundle::names;
 pub struct TraceParts {
     pub stages: Vec<Stage>,
     pub kernels: Vec<Kernel>,
+    /// Per-instance kernel time of the measured stages.
+    pub instance_kernels: Vec<InstanceKernels>,
     pub totals: Totals,
     /// `run_id` is left empty; the run store fills it in.
     pub timeline: Timeline,
@@ -96,11 +99,22 @@ pub struct TraceConverter {
     bad_range_example: Option<String>,
     bad_ops: u64,
     bad_op_example: Option<String>,
+    /// The workload's stage names (`--stages`): ranges of other non-default domains are
+    /// library ranges and get no per-instance kernel samples.
+    stage_names: Vec<String>,
 }
 
 impl TraceConverter {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The converter for a workload whose stages `names` names (the capture's `--stages`).
+    pub fn with_stage_names(names: Vec<String>) -> Self {
+        TraceConverter {
+            stage_names: names,
+            ..Self::default()
+        }
     }
 
     /// One range instance. Ranges that end before they start are dropped (and reported).
@@ -237,7 +251,8 @@ impl TraceConverter {
         let graph_launch = self.mark_graph_ops(&attribution);
         let (inst, row_stage) = self.per_instance(&attribution, &graph_launch);
 
-        let stages = self.build_stages(&nesting, &inst);
+        let members = self.members(&nesting);
+        let stages = self.build_stages(&nesting, &members, &inst);
         let mut row_stages: Vec<Vec<KernelStage>> = vec![Vec::new(); self.rows.len()];
         for ((row, stage), (calls, total_ns)) in row_stage {
             row_stages[row as usize].push(KernelStage {
@@ -247,11 +262,14 @@ impl TraceConverter {
             });
         }
         let (kernels, row_to_id) = self.build_kernels(row_stages);
+        let instance_kernels =
+            self.instance_kernels(&nesting, &members, &attribution, &kernels, &row_to_id);
         let totals = self.build_totals(&attribution);
         let timeline = self.build_timeline(&nesting, &attribution, &row_to_id);
         TraceParts {
             stages,
             kernels,
+            instance_kernels,
             totals,
             timeline,
         }
@@ -398,11 +416,21 @@ impl TraceConverter {
         }
     }
 
-    fn build_stages(&self, nesting: &Nesting, inst: &[InstanceAcc]) -> Vec<Stage> {
+    /// Per stage, its range instances in nesting order (the order of `instance_list`).
+    fn members(&self, nesting: &Nesting) -> Vec<Vec<usize>> {
         let mut by_stage: Vec<Vec<usize>> = vec![Vec::new(); self.stage_keys.len()];
         for &r in &nesting.order {
             by_stage[self.ranges[r].stage as usize].push(r);
         }
+        by_stage
+    }
+
+    fn build_stages(
+        &self,
+        nesting: &Nesting,
+        by_stage: &[Vec<usize>],
+        inst: &[InstanceAcc],
+    ) -> Vec<Stage> {
         self.stage_keys
             .iter()
             .enumerate()
@@ -533,6 +561,59 @@ impl TraceConverter {
             })
             .collect();
         (kernels, row_to_id)
+    }
+
+    /// Whether stage `id` is measured: its first instance is at the top level, and it is
+    /// neither a warm-up nor a library range.
+    fn is_measured(&self, id: usize, members: &[usize], nesting: &Nesting) -> bool {
+        let key = self.stage_keys[id];
+        let name = self.strings.get(key.name);
+        members.first().is_some_and(|&r| nesting.depth[r] == 0)
+            && !is_warmup(name)
+            && !is_library_range(self.strings.get(key.domain), name, &self.stage_names)
+    }
+
+    /// Kernel time per instance of each measured stage, by category and for the run's top
+    /// kernels (`kernels` rows of kind kernel with an id below [`TOP_KERNELS`]; kernel rows
+    /// sort first, by total time). Series that are 0 in every instance are left out.
+    fn instance_kernels(
+        &self,
+        nesting: &Nesting,
+        by_stage: &[Vec<usize>],
+        attribution: &Attribution,
+        kernels: &[Kernel],
+        row_to_id: &[u32],
+    ) -> Vec<InstanceKernels> {
+        let measured: Vec<bool> = (0..self.stage_keys.len())
+            .map(|id| self.is_measured(id, &by_stage[id], nesting))
+            .collect();
+        let mut acc: Vec<Option<SampleAcc>> = vec![None; self.ranges.len()];
+        for (op_idx, op) in self.ops.iter().enumerate() {
+            if op.kind != OpKind::Kernel {
+                continue;
+            }
+            let id = row_to_id[op.row as usize] as usize;
+            let Some(k) = kernels.get(id) else { continue };
+            let cat = Category::ALL.iter().position(|&c| c == k.category);
+            let top = (id < TOP_KERNELS).then_some(id);
+            let dur = span(op.start, op.end);
+            for &r in attribution.ranges_of(op_idx) {
+                if !measured[self.ranges[r as usize].stage as usize] {
+                    continue;
+                }
+                let a = acc[r as usize].get_or_insert_with(SampleAcc::default);
+                if let Some(c) = cat {
+                    a.category[c] += dur;
+                }
+                if let Some(t) = top {
+                    a.top[t] += dur;
+                }
+            }
+        }
+        (0..self.stage_keys.len())
+            .filter(|&id| measured[id])
+            .map(|id| stage_samples(id as u32, &by_stage[id], &acc))
+            .collect()
     }
 
     fn build_totals(&self, attribution: &Attribution) -> Totals {
@@ -693,6 +774,43 @@ impl TraceConverter {
 
 /// Per (kernel row, stage): calls and total time.
 type RowStage = HashMap<(u32, u32), (u64, u64)>;
+
+/// One range instance's kernel time per category ([`Category::ALL`] order) and per top kernel
+/// (by kernel id).
+#[derive(Debug, Clone, Default)]
+struct SampleAcc {
+    category: [u64; Category::ALL.len()],
+    top: [u64; TOP_KERNELS],
+}
+
+/// The series of stage `stage` from its instances' accumulators, all-zero series left out.
+fn stage_samples(stage: u32, members: &[usize], acc: &[Option<SampleAcc>]) -> InstanceKernels {
+    let series = |f: &dyn Fn(&SampleAcc) -> u64| -> Option<Vec<u64>> {
+        let ns: Vec<u64> = members
+            .iter()
+            .map(|&r| acc[r].as_ref().map_or(0, f))
+            .collect();
+        ns.iter().any(|&v| v > 0).then_some(ns)
+    };
+    InstanceKernels {
+        stage,
+        categories: Category::ALL
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &category)| {
+                series(&|a| a.category[i]).map(|ns| CategorySamples { category, ns })
+            })
+            .collect(),
+        kernels: (0..TOP_KERNELS)
+            .filter_map(|i| {
+                series(&|a| a.top[i]).map(|ns| KernelSamples {
+                    kernel: i as u32,
+                    ns,
+                })
+            })
+            .collect(),
+    }
+}
 
 #[derive(Debug, Clone, Default)]
 struct InstanceAcc {
@@ -996,6 +1114,77 @@ mod tests {
         assert_eq!(p.timeline.kernels.stage, vec![Some(1), Some(0), None]);
         assert_eq!(p.kernels[0].by_stage.len(), 2);
         assert!(d.is_empty());
+    }
+
+    /// Per-instance kernel samples: measured stages only (top level, not warm-up, not a
+    /// library range unless the workload named it), one value per instance, by category and
+    /// per kernel, summing to the stage's totals.
+    #[test]
+    fn measured_stages_get_per_instance_kernel_time() {
+        let feed = |c: &mut TraceConverter| {
+            c.handle_range(range(10, "warmup_decode", 0, 100));
+            c.handle_range(range(10, "decode", 200, 300));
+            c.handle_range(range(10, "step", 210, 220));
+            c.handle_range(range(10, "decode", 400, 500));
+            c.handle_range(RangeRecord {
+                domain: "CCCL",
+                ..range(10, "scan", 600, 700)
+            });
+            let gemm = |corr, start, end| GpuOpRecord {
+                op: GpuOp::Kernel {
+                    name: "void gemm_kernel<(int)1>(int)",
+                    short_name: None,
+                    launch: None,
+                },
+                ..kernel(corr, start, end)
+            };
+            // warm-up, decode #1 (inside `step` too), decode #2, decode #2, the CCCL range.
+            for (corr, at) in [(1, 10), (2, 215), (3, 410), (4, 420), (5, 610)] {
+                c.handle_launch(launch(10, at, corr, false));
+            }
+            c.handle_gpu_op(gemm(1, 1000, 1100));
+            c.handle_gpu_op(kernel(2, 1200, 1230));
+            c.handle_gpu_op(gemm(3, 1300, 1340));
+            c.handle_gpu_op(kernel(4, 1400, 1405));
+            c.handle_gpu_op(kernel(5, 1500, 1507));
+        };
+        let mut c = TraceConverter::new();
+        feed(&mut c);
+        let p = c.finish(&mut Diagnostics::new(Source::Nsys, "x"));
+        assert_eq!(p.instance_kernels.len(), 1, "{:?}", p.instance_kernels);
+        let ik = &p.instance_kernels[0];
+        let decode = &p.stages[ik.stage as usize];
+        assert_eq!((decode.name.as_str(), decode.instances), ("decode", 2));
+        let cats: Vec<(Category, &[u64])> = ik
+            .categories
+            .iter()
+            .map(|s| (s.category, &s.ns[..]))
+            .collect();
+        assert_eq!(
+            cats,
+            vec![
+                (Category::Gemm, &[0, 40][..]),
+                (Category::Other, &[30, 5][..])
+            ]
+        );
+        for s in &ik.kernels {
+            let k = &p.kernels[s.kernel as usize];
+            let by_stage = k.by_stage.iter().find(|b| b.stage == ik.stage).unwrap();
+            assert_eq!(s.ns.iter().sum::<u64>(), by_stage.total_ns, "{}", k.name);
+        }
+        assert_eq!(ik.kernels.len(), 2);
+        let sum: u64 = ik.categories.iter().flat_map(|s| &s.ns).sum();
+        assert_eq!(sum, decode.kernel_ns);
+        // Named by the capture's --stages, the CCCL range is a stage of the workload.
+        let mut c = TraceConverter::with_stage_names(vec!["CCCL:scan".into()]);
+        feed(&mut c);
+        let p = c.finish(&mut Diagnostics::new(Source::Nsys, "x"));
+        let names: Vec<&str> = p
+            .instance_kernels
+            .iter()
+            .map(|s| p.stages[s.stage as usize].name.as_str())
+            .collect();
+        assert_eq!(names, vec!["decode", "scan"]);
     }
 
     /// One decode range: a plain kernel (correlation 1) and a graph launch (correlation 2)

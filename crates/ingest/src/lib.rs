@@ -43,6 +43,10 @@ pub struct IngestRequest {
     pub workload: WorkloadFlags,
     pub peak_tflops: Option<f64>,
     pub peak_gbps: Option<f64>,
+    /// The workload's stage names (the capture's `--stages`, as `name` or `domain:name`):
+    /// ranges in other non-default NVTX domains are library ranges
+    /// ([`llmprof_bundle::is_library_range`]) and get no per-instance kernel samples.
+    pub stage_names: Vec<String>,
 }
 
 /// Token counts from command-line flags.
@@ -160,7 +164,7 @@ impl<'r> Assembly<'r> {
             source: Source::Nsys,
             path,
         });
-        let mut conv = TraceConverter::new();
+        let mut conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
         let mut diags = Diagnostics::new(Source::Nsys, path.display().to_string());
         self.facts.push(nsys::read(path, &mut conv, &mut diags)?);
         self.bundle.inputs.push(input_file(Source::Nsys, path));
@@ -182,7 +186,7 @@ impl<'r> Assembly<'r> {
         });
         let mut diags = Diagnostics::new(Source::Kineto, path.display().to_string());
         let is_timing = self.timing.is_none();
-        let mut conv = TraceConverter::new();
+        let mut conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
         let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags)?;
         self.facts.push(k.facts.clone());
         self.bundle.inputs.push(input_file(Source::Kineto, path));
@@ -256,6 +260,7 @@ impl<'r> Assembly<'r> {
         let bundle = &mut self.bundle;
         bundle.stages = parts.stages;
         bundle.kernels = parts.kernels;
+        bundle.instance_kernels = parts.instance_kernels;
         bundle.totals = parts.totals;
         bundle.timeline = Some(TimelineInfo {
             path: TIMELINE_FILE.to_string(),

@@ -5,9 +5,10 @@
 //! The samples are the headline's ([`crate::samples`]): the unprofiled baseline's iterations,
 //! grouped by the process that ran them, when both runs have them; else each top-level stage's
 //! traced instances. Per stage: wall and MFU per sample; TPOT per decode sample (its wall over
-//! its steps).
+//! its steps). Kernel and kernel-category rows come from the bundles' per-instance kernel
+//! samples of the trace (`diff_kernels.rs`); a run without them gets a note instead.
 
-use llmprof_bundle::{is_warmup, Bundle, HeadlineBasis, StageAnalysis, StageRole};
+use llmprof_bundle::{is_warmup, Bundle, Category, HeadlineBasis, StageAnalysis, StageRole};
 
 use crate::fmt::{fixed, NA};
 use crate::samples::Samples;
@@ -43,6 +44,8 @@ pub struct Diff {
     /// What the samples are (baseline iterations in both runs, or traced instances).
     pub basis: String,
     pub rows: Vec<DiffRow>,
+    /// One line for each kind of row the runs cannot give, saying why.
+    pub notes: Vec<String>,
 }
 
 impl Diff {
@@ -80,6 +83,8 @@ impl Diff {
             let (ta, tb) = (scaled(&ta, 1e-6), scaled(&tb, 1e-6));
             rows.push(compare("decode.tpot".into(), "TPOT (ms)".into(), &ta, &tb));
         }
+        let (kernel_rows, notes) = crate::diff_kernels::rows(a, b, &stage_names(a, b));
+        rows.extend(kernel_rows);
         Diff {
             a: a.run_id.clone(),
             b: b.run_id.clone(),
@@ -91,6 +96,7 @@ impl Diff {
                     .into()
             },
             rows,
+            notes,
         }
     }
 
@@ -113,7 +119,7 @@ impl Diff {
             self.basis
         ));
         for r in &self.rows {
-            t.push(vec![
+            let cells = vec![
                 r.metric.clone(),
                 median_cell(r.a),
                 median_cell(r.b),
@@ -123,7 +129,17 @@ impl Diff {
                     .and_then(|s| s.ci)
                     .map_or(NA.into(), |(lo, hi, _)| format!("[{lo:.3}, {hi:.3}]")),
                 verdict_text(r),
-            ]);
+            ];
+            let values = vec![
+                None,
+                r.a.map(|m| m.median),
+                r.b.map(|m| m.median),
+                r.shift.map(|s| s.delta),
+                r.delta_pct(),
+                None,
+                None,
+            ];
+            t.push_values(cells, values);
         }
         t
     }
@@ -165,7 +181,7 @@ pub fn verdict_text(r: &DiffRow) -> String {
 /// the pooled samples. Where a side's interval had to be widened for the spread between its
 /// processes, the shift's interval is widened to `Δ ± √(h_A² + h_B²)` (the two medians'
 /// half-widths), since iterations of one process are not independent draws.
-fn compare(key: String, metric: String, a: &[Vec<f64>], b: &[Vec<f64>]) -> DiffRow {
+pub(crate) fn compare(key: String, metric: String, a: &[Vec<f64>], b: &[Vec<f64>]) -> DiffRow {
     let (fa, fb): (Vec<f64>, Vec<f64>) = (a.concat(), b.concat());
     let (ma, mb) = (pooled_median_ci(a), pooled_median_ci(b));
     let mut s = shift(&fa, &fb);
@@ -232,7 +248,7 @@ fn stage_samples(
 }
 
 /// Top-level measured stages of A that B has too, in A's order.
-fn stage_names(a: &Bundle, b: &Bundle) -> Vec<String> {
+pub(crate) fn stage_names(a: &Bundle, b: &Bundle) -> Vec<String> {
     let top = |x: &Bundle| -> Vec<String> {
         x.workload_stages()
             .filter(|s| s.depth == 0 && !is_warmup(&s.name))
@@ -289,8 +305,11 @@ pub struct Budget {
     pub limit_pct: f64,
 }
 
-/// Parses `decode.tpot<=+5%,prefill.ttft<=+5%,prefill.mfu>=-5%`; the error names the bad term
-/// and says what a term looks like.
+/// Parses `decode.tpot<=+5%,prefill.ttft<=+5%,prefill.mfu>=-5%,decode.category.gemm<=+3%`;
+/// the error names the bad term and says what a term looks like. A term names a diff row by
+/// its key: `STAGE.wall`, `prefill.ttft` (= `prefill.wall`), `decode.tpot`, `STAGE.mfu`,
+/// `STAGE.category.CATEGORY` or `STAGE.kernel.KERNEL` (keys as `llmprof diff --json` prints
+/// them).
 pub fn parse_budget(text: &str) -> Result<Vec<Budget>, String> {
     text.split(',')
         .map(str::trim)
@@ -298,8 +317,9 @@ pub fn parse_budget(text: &str) -> Result<Vec<Budget>, String> {
         .map(|term| {
             let bad = |why: &str| {
                 format!(
-                    "budget term `{term}`: {why}; write STAGE.METRIC<=+N% or STAGE.METRIC>=-N% \
-                     with METRIC wall, ttft (prefill), tpot (decode) or mfu"
+                    "budget term `{term}`: {why}; write KEY<=+N% or KEY>=-N% with KEY \
+                     STAGE.wall, prefill.ttft, decode.tpot, STAGE.mfu, STAGE.category.CATEGORY \
+                     or STAGE.kernel.KERNEL (the keys `llmprof diff --json` prints)"
                 )
             };
             let (lhs, rhs, at_most) = match (term.split_once("<="), term.split_once(">=")) {
@@ -307,15 +327,7 @@ pub fn parse_budget(text: &str) -> Result<Vec<Budget>, String> {
                 (None, Some((l, r))) => (l, r, false),
                 _ => return Err(bad("no single <= or >=")),
             };
-            let (stage, metric) = lhs
-                .trim()
-                .rsplit_once('.')
-                .ok_or_else(|| bad("no STAGE."))?;
-            let metric = match metric {
-                "wall" | "mfu" | "tpot" => metric,
-                "ttft" => "wall",
-                _ => return Err(bad(&format!("unknown metric `{metric}`"))),
-            };
+            let key = budget_key(lhs.trim()).map_err(|why| bad(&why))?;
             let pct = rhs
                 .trim()
                 .strip_suffix('%')
@@ -326,17 +338,48 @@ pub fn parse_budget(text: &str) -> Result<Vec<Budget>, String> {
                 .ok()
                 .filter(|v: &f64| v.is_finite())
                 .ok_or_else(|| bad(&format!("`{pct}` is not a number")))?;
-            if stage.is_empty() {
-                return Err(bad("no stage name"));
-            }
             Ok(Budget {
-                key: format!("{stage}.{metric}"),
+                key,
                 term: term.to_string(),
                 at_most,
                 limit_pct,
             })
         })
         .collect()
+}
+
+/// The diff row a budget term's left-hand side names, or why it names none.
+fn budget_key(lhs: &str) -> Result<String, String> {
+    for part in [".category.", ".kernel."] {
+        if let Some(i) = lhs.rfind(part) {
+            let (stage, name) = (&lhs[..i], &lhs[i + part.len()..]);
+            if stage.is_empty() {
+                return Err("no stage name".into());
+            }
+            if name.is_empty() {
+                return Err(format!("no name after `{part}`"));
+            }
+            let known = Category::ALL.iter().any(|c| c.as_str() == name);
+            if part == ".category." && !known {
+                let all: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+                return Err(format!(
+                    "unknown category `{name}` (one of {})",
+                    all.join(", ")
+                ));
+            }
+            return Ok(lhs.to_string());
+        }
+    }
+    let (stage, metric) = lhs.rsplit_once('.').ok_or("no STAGE.")?;
+    let metric = match metric {
+        "wall" | "mfu" | "tpot" => metric,
+        "ttft" => "wall",
+        _ => return Err(format!("unknown metric `{metric}`")),
+    };
+    if stage.is_empty() {
+        return Err("no stage name".into());
+    }
+    Ok(format!("{stage}.{metric}"))
 }
 
 /// How a budget fared.
@@ -392,12 +435,28 @@ mod tests {
             (b[2].key.as_str(), b[2].at_most, b[2].limit_pct),
             ("prefill.mfu", false, -5.0)
         );
+        let b = parse_budget(
+            "decode.category.reduction/norm<=+3%,model.decode.kernel.elementwise_kernel~1a2b3c4d>=-2%",
+        )
+        .unwrap();
+        assert_eq!(b[0].key, "decode.category.reduction/norm");
+        assert_eq!(
+            (b[1].key.as_str(), b[1].at_most, b[1].limit_pct),
+            (
+                "model.decode.kernel.elementwise_kernel~1a2b3c4d",
+                false,
+                -2.0
+            )
+        );
         for bad in [
             "decode.tpot<5%",
             "decode.speed<=5%",
             "decode.tpot<=5",
             "decode.tpot<=x%",
             ".wall<=5%",
+            "decode.category.gemmm<=5%",
+            ".category.gemm<=5%",
+            "decode.kernel.<=5%",
         ] {
             let e = parse_budget(bad).unwrap_err();
             assert!(e.contains(&format!("`{bad}`")), "{e}");

@@ -7,6 +7,8 @@
 //! * [`run::RunReport`] — every section of a run as [`TableView`]s and sentences;
 //! * [`compare::Comparison`] — the numbers a comparison of runs shows ([`compare::RunSummary`])
 //!   and its tables; [`before_after`] pairs eager and optimized runs of one target;
+//! * [`diff::Diff`] — run B against run A with distribution-free intervals ([`stats`]), per
+//!   stage, TPOT, MFU, kernel category and top kernel (`diff_kernels.rs`);
 //! * [`fmt`] — every number format; [`palette`] — the category and run colours.
 //!
 //! It depends only on the bundle crate, so it compiles
@@ -15,6 +17,7 @@
 pub mod before_after;
 pub mod compare;
 pub mod diff;
+mod diff_kernels;
 pub mod fmt;
 pub mod palette;
 pub mod run;

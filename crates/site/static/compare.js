@@ -1,6 +1,7 @@
 // llmprof interactive comparison: loads the WASM viewer and the picked runs' bundles (by
 // <script> tags, so it works from file://), and redraws the plotters figure when the picks or
-// the normalisation change. The figure is computed and drawn in Rust (web/viewer).
+// the normalisation change. The figure is computed and drawn in Rust (web/viewer), and so is
+// the diff of exactly two picked runs, which is laid out here with textContent only.
 (function () {
   "use strict";
   var canvas = document.getElementById("cmp-canvas");
@@ -10,6 +11,63 @@
   var picks = Array.prototype.slice.call(document.querySelectorAll("input.cmp-pick"));
   var view = null;
   var loaded = {};
+  var diffStatus = document.getElementById("cmp-diff-status");
+  var diffTable = document.getElementById("cmp-diff-table");
+  var diffNotes = document.getElementById("cmp-diff-notes");
+  var diffSource = document.getElementById("cmp-diff-source");
+
+  function el(tag, text) {
+    var e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function clear(e) {
+    while (e.firstChild) e.removeChild(e.firstChild);
+  }
+
+  // The diff of exactly two picked runs (the report crate's Diff, computed in wasm), as a
+  // table whose numeric cells carry their unrounded value in data-value.
+  function renderDiff(ids) {
+    clear(diffTable);
+    clear(diffNotes);
+    diffSource.textContent = "";
+    diffTable.removeAttribute("data-runs");
+    diffTable.classList.add("hidden");
+    if (ids.length !== 2) {
+      diffStatus.textContent = "Tick exactly two runs to see their diff (" + ids.length + " ticked).";
+      return;
+    }
+    var d;
+    try {
+      d = JSON.parse(view.diff(ids.join(",")));
+    } catch (e) {
+      diffStatus.textContent = "Cannot diff: " + e.message;
+      return;
+    }
+    diffStatus.textContent = d.about + (d.rows.length ? "." : ": the runs have no top-level stage in common.");
+    var head = el("thead"), tr = el("tr"), body = el("tbody");
+    d.columns.forEach(function (c) { tr.appendChild(el("th", c.header)); });
+    head.appendChild(tr);
+    d.rows.forEach(function (row, i) {
+      var r = el("tr");
+      r.setAttribute("data-key", d.keys[i]);
+      row.forEach(function (cell, j) {
+        var td = el("td", cell);
+        if (d.columns[j] && d.columns[j].numeric) td.className = "num";
+        var v = d.values[i] ? d.values[i][j] : null;
+        if (v !== null && v !== undefined) td.setAttribute("data-value", String(v));
+        r.appendChild(td);
+      });
+      body.appendChild(r);
+    });
+    diffTable.appendChild(head);
+    diffTable.appendChild(body);
+    if (d.rows.length) diffTable.classList.remove("hidden");
+    diffTable.setAttribute("data-runs", d.a + "," + d.b);
+    d.notes.forEach(function (n) { diffNotes.appendChild(el("li", n)); });
+    diffSource.textContent = "Source: " + d.source + ".";
+  }
 
   function hashRuns() {
     var m = /runs=([^&]*)/.exec(window.location.hash);
@@ -61,6 +119,7 @@
       status.textContent = ids.length < 2
         ? "Pick two or more runs to compare."
         : ids.length + " runs." + (notes.length ? " Not shown: " + notes.join("; ") + "." : "");
+      renderDiff(ids);
       document.documentElement.setAttribute("data-viewer", "ready");
     }).catch(function (e) {
       status.textContent = "Cannot compare: " + e.message;

@@ -559,6 +559,8 @@ impl TimelineView {
 #[wasm_bindgen]
 pub struct CompareView {
     runs: Vec<RunSummary>,
+    /// The loaded bundles by site id, for the diff of two runs.
+    bundles: Vec<(String, llmprof_bundle::Bundle)>,
     canvas: HtmlCanvasElement,
 }
 
@@ -568,6 +570,7 @@ impl CompareView {
     pub fn new(canvas: HtmlCanvasElement) -> CompareView {
         CompareView {
             runs: Vec::new(),
+            bundles: Vec::new(),
             canvas,
         }
     }
@@ -582,7 +585,25 @@ impl CompareView {
         summary.id = site_id.to_string();
         self.runs.retain(|r| r.id != site_id);
         self.runs.push(summary);
+        self.bundles.retain(|(id, _)| id != site_id);
+        self.bundles.push((site_id.to_string(), b));
         Ok(())
+    }
+
+    /// The diff of the two loaded runs named in `ids` (comma-separated site ids; A is the one
+    /// captured first) as [`crate::run_diff::DiffView`] JSON; an error unless `ids` names
+    /// exactly two loaded runs.
+    pub fn diff(&self, ids: &str) -> Result<String, JsError> {
+        let picked: Vec<&llmprof_bundle::Bundle> = ids
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .filter_map(|id| self.bundles.iter().find(|(i, _)| i == id).map(|(_, b)| b))
+            .collect();
+        let [x, y] = picked[..] else {
+            return Err(JsError::new("tick exactly two runs"));
+        };
+        serde_json::to_string(&crate::run_diff::diff_view(x, y))
+            .map_err(|e| JsError::new(&e.to_string()))
     }
 
     /// The loaded runs named in `ids` (comma-separated site ids), in that order.

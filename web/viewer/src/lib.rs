@@ -19,6 +19,7 @@
 //!   browser, a recorder in tests).
 //! * [`compare`] — the comparison charts, drawn with plotters on any backend (canvas on
 //!   screen and for PNG, SVG for export).
+//! * [`run_diff`] — the compare page's diff of two ticked runs (the report crate's `Diff`).
 //!
 //! Only `app` (wasm32 only) touches the browser.
 
@@ -31,6 +32,7 @@ pub mod lanes;
 pub mod lod;
 pub mod model;
 pub mod range;
+pub mod run_diff;
 pub mod scene;
 pub mod search;
 pub mod viewport;

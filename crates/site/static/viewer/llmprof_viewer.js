@@ -42,6 +42,33 @@ let wasm_bindgen = (function(exports) {
             }
         }
         /**
+         * The diff of the two loaded runs named in `ids` (comma-separated site ids; A is the one
+         * captured first) as [`crate::run_diff::DiffView`] JSON; an error unless `ids` names
+         * exactly two loaded runs.
+         * @param {string} ids
+         * @returns {string}
+         */
+        diff(ids) {
+            let deferred3_0;
+            let deferred3_1;
+            try {
+                const ptr0 = passStringToWasm0(ids, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                const len0 = WASM_VECTOR_LEN;
+                const ret = wasm.compareview_diff(this.__wbg_ptr, ptr0, len0);
+                var ptr2 = ret[0];
+                var len2 = ret[1];
+                if (ret[3]) {
+                    ptr2 = 0; len2 = 0;
+                    throw takeFromExternrefTable0(ret[2]);
+                }
+                deferred3_0 = ptr2;
+                deferred3_1 = len2;
+                return getStringFromWasm0(ptr2, len2);
+            } finally {
+                wasm.__wbindgen_free(deferred3_0, deferred3_1, 1);
+            }
+        }
+        /**
          * @param {HTMLCanvasElement} canvas
          */
         constructor(canvas) {

@@ -943,6 +943,7 @@ mod tests {
             name: name.into(),
             kind: StageKind::PushPop,
             parent,
+            parents: Vec::new(),
             depth: parent.map_or(0, |_| 1),
             instances: 1,
             wall_ns,
@@ -968,6 +969,7 @@ mod tests {
                 gpu_start_ns: Some(0),
                 gpu_end_ns: Some(wall_ns as i64),
                 gpu_busy_ns: wall_ns,
+                warmup: false,
             }],
         }
     }

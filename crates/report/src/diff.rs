@@ -162,12 +162,13 @@ fn stage_names(a: &Bundle, b: &Bundle) -> Vec<String> {
     names
 }
 
-/// Instance wall times of the stage, ms (every stage of that name at the top level).
+/// Measured instance wall times of the stage, ms (every stage of that name at the top
+/// level; warm-up instances left out).
 fn stage_walls(b: &Bundle, name: &str) -> Vec<f64> {
     b.workload_stages()
         .filter(|s| s.depth == 0 && s.name == name)
-        .flat_map(|s| &s.instance_list)
-        .map(|i| i.wall_ns as f64 / 1e6)
+        .flat_map(|s| s.measured_instances())
+        .map(|(_, i)| i.wall_ns as f64 / 1e6)
         .collect()
 }
 
@@ -182,25 +183,22 @@ fn stage_mfu(b: &Bundle, name: &str) -> Option<Vec<f64>> {
         .filter(|s| s.depth == 0 && s.instances > 0)?;
     let per_instance = sa.flops? / stage.instances as f64;
     stage
-        .instance_list
-        .iter()
-        .map(|i| {
+        .measured_instances()
+        .map(|(_, i)| {
             (i.wall_ns > 0)
                 .then(|| per_instance / (i.wall_ns as f64 * 1e-9) / (tflops * 1e12) * 100.0)
         })
         .collect()
 }
 
-/// TPOT per decode instance, ms: its wall over its steps; `None` without the steps.
+/// TPOT per measured decode instance, ms: its wall over its steps; `None` without the steps.
 fn tpot(b: &Bundle) -> Option<Vec<f64>> {
     let decode = b
         .workload_stages()
         .find(|s| s.depth == 0 && StageRole::of_name(&s.name) == StageRole::Decode)?;
     let w = b.workload.as_ref()?;
     decode
-        .instance_list
-        .iter()
-        .enumerate()
+        .measured_instances()
         .map(|(i, inst)| {
             let steps = w.steps_of_instance(i).filter(|&s| s > 0)?;
             Some(inst.wall_ns as f64 / steps as f64 / 1e6)

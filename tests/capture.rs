@@ -306,6 +306,7 @@ fn a_command_runs_as_the_baseline_and_records_what_is_missing() {
         &std::fs::read_to_string(run.join("bundle.json")).unwrap(),
     )
     .unwrap();
+    crate::run_hygiene::assert_paths_relative_to_the_run(&b);
     let c = b.capture.as_ref().unwrap();
     assert_eq!(
         c.command.as_deref(),
@@ -387,6 +388,14 @@ fn a_command_that_honours_llmprof_kineto_out_gets_its_trace_ingested() {
         b.stages
     );
     assert_eq!(b.kernels.len(), 1);
+    // The trace is named as the run directory holds it, not where the capture worked.
+    crate::run_hygiene::assert_paths_relative_to_the_run(&b);
+    let kineto = b
+        .inputs
+        .iter()
+        .find(|i| i.source == llmprof_bundle::Source::Kineto);
+    assert_eq!(kineto.unwrap().path, "raw/kineto/kineto_trace.json");
+    assert!(run.join("raw/kineto/kineto_trace.json").is_file());
     let c = b.capture.as_ref().unwrap();
     assert!(
         c.missing

@@ -111,6 +111,7 @@ fn stage(name: &str, wall_ns: u64, busy_ns: u64) -> Stage {
         name: name.to_string(),
         kind: StageKind::PushPop,
         parent: None,
+        parents: Vec::new(),
         depth: 0,
         instances: 1,
         wall_ns,

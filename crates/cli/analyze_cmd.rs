@@ -16,6 +16,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         workload: args.workload.flags(),
         peak_tflops: args.workload.peak_tflops,
         peak_gbps: args.workload.peak_gbps,
+        warmup_instances: args.workload.warmup_instances,
         ..IngestRequest::default()
     };
     llmprof_ingest::apply_overrides(&mut bundle, &request)?;

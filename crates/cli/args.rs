@@ -222,6 +222,12 @@ pub struct WorkloadArgs {
     /// Peak memory bandwidth in GB/s to compute MBU against, instead of the datasheet table.
     #[arg(long, value_name = "X", value_parser = positive_f64)]
     pub peak_gbps: Option<f64>,
+    /// Leading instances of each top-level stage that are warm-up, not measurement (for a
+    /// workload that warms up under the range name it measures): they and the ranges inside
+    /// them are left out of TTFT, TPOT and diffs. Ranges named warmup_* are left out anyway.
+    /// For `analyze`, 0 goes back to names only; without the flag the run's choice stays.
+    #[arg(long, value_name = "N")]
+    pub warmup_instances: Option<u64>,
 }
 
 fn positive_f64(s: &str) -> Result<f64, String> {
@@ -299,6 +305,8 @@ impl IngestArgs {
                 peak_tflops: self.workload.peak_tflops,
                 peak_gbps: self.workload.peak_gbps,
                 stage_names: Vec::new(),
+                warmup_instances: self.workload.warmup_instances,
+                relative_to: None,
             },
             out: self.out,
         }

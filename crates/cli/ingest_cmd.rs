@@ -44,15 +44,8 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
         s.finish_and_clear();
     }
     let mut ingested = ingested?;
-    if let (Some(report), Some(input)) = (
-        report_path,
-        ingested
-            .bundle
-            .inputs
-            .iter_mut()
-            .find(|i| i.source == llmprof_bundle::Source::Nsys),
-    ) {
-        input.path = report.display().to_string();
+    if let Some(report) = report_path {
+        name_the_report(&mut ingested.bundle, &report);
     }
     ingested.bundle.analysis = Some(llmprof_analysis::analyze(&ingested.bundle));
     let b = &ingested.bundle;
@@ -90,6 +83,19 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", dir.display())?;
     Ok(())
+}
+
+/// The bundle names the `.nsys-rep` the user gave, not its temporary SQLite export: as the
+/// Nsight Systems input and as the file of its diagnostics.
+fn name_the_report(bundle: &mut llmprof_bundle::Bundle, report: &Path) {
+    let report = report.display().to_string();
+    let nsys = llmprof_bundle::Source::Nsys;
+    for input in bundle.inputs.iter_mut().filter(|i| i.source == nsys) {
+        input.path = report.clone();
+    }
+    for d in bundle.diagnostics.iter_mut().filter(|d| d.source == nsys) {
+        d.file = report.clone();
+    }
 }
 
 /// A spinner on stderr when it is a terminal; nothing in pipes and CI.

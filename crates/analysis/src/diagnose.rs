@@ -112,9 +112,10 @@ fn flops_mismatch(a: &StageAnalysis) -> Option<Finding> {
 
 /// The first instance of a stage far slower than the rest: one-time costs (CUDA context,
 /// cuBLAS handles, autotuning, lazy module loading) inside the measured range.
+/// Instances already marked as warm-up (`--warmup-instances`) are out of the measurement.
 fn warmup_outlier(s: &Stage, src: &str) -> Option<Finding> {
     let (first, rest) = s.instance_list.split_first()?;
-    if rest.is_empty() {
+    if rest.is_empty() || first.warmup {
         return None;
     }
     let mut others: Vec<u64> = rest.iter().map(|i| i.wall_ns).collect();
@@ -943,6 +944,7 @@ mod tests {
             name: name.into(),
             kind: StageKind::PushPop,
             parent,
+            parents: Vec::new(),
             depth: parent.map_or(0, |_| 1),
             instances: 1,
             wall_ns,
@@ -968,6 +970,7 @@ mod tests {
                 gpu_start_ns: Some(0),
                 gpu_end_ns: Some(wall_ns as i64),
                 gpu_busy_ns: wall_ns,
+                warmup: false,
             }],
         }
     }

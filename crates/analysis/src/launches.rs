@@ -54,6 +54,7 @@ mod tests {
             name: "decode".into(),
             kind: StageKind::PushPop,
             parent: None,
+            parents: Vec::new(),
             depth: 0,
             instances: 1,
             wall_ns: 100_000,

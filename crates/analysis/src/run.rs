@@ -1,5 +1,5 @@
 //! Serving numbers of the run: TTFT, TPOT, tokens/s, stage wall and model-level MFU, from the
-//! headline samples ([`crate::headline`]: the unprofiled baseline when the run has one), each
+//! headline samples ([`llmprof_report::samples`]: the unprofiled baseline when the run has one), each
 //! with its interval, and the warning when their spread rules out a ±10% claim.
 
 use llmprof_bundle::{Bundle, Distribution, Measure, Peak, RunMetrics, StageAnalysis, StageWall};
@@ -39,9 +39,11 @@ pub fn metrics(
     m.tpot_ns = measure(&tpot);
     m.decode_throughput = measure(&h.decode_tokens_per_s());
     m.decode_tokens_per_s = m.decode_throughput.as_ref().map(|t| t.median);
+    let mut notes: Vec<String> = h.note.iter().cloned().collect();
     if !h.decode.iter().all(Vec::is_empty) && m.tpot.is_none() {
-        m.note = Some("TPOT and tokens/s need the decode steps: give --decode-steps".into());
+        notes.push("TPOT and tokens/s need the decode steps: give --decode-steps".into());
     }
+    m.note = (!notes.is_empty()).then(|| notes.join("; "));
     let steps: Vec<u64> = h.steps.iter().flatten().copied().collect();
     m.generated_tokens = (!steps.is_empty()).then(|| h.batch * steps.iter().sum::<u64>());
     if let Some(ctx0) = bundle

@@ -55,6 +55,16 @@
 //! | `ncu[]` | [`NcuKernel`] | Nsight Compute per-kernel metrics, joined to `kernels[]` |
 //! | `timeline` | [`TimelineInfo`]? | how to find `timeline.json` and what it holds |
 //! | `diagnostics[]` | [`Diagnostic`] | each class of skipped or doubtful input, with a count and an example |
+//! | `warmup` | [`WarmupInstances`]? | how warm-up instances (`stages[].instance_list[].warmup`) were chosen |
+//!
+//! ## Paths
+//!
+//! Every file a bundle names (`inputs[].path`, `model.source`, the `metadata …` sources of
+//! `workload` and `counted_flops`, `calibration.sources`, `diagnostics[].file`, `ncu[].file`)
+//! is written as `llmprof ingest` was given it, relative paths staying relative. A capture's
+//! bundle names them relative to the run directory (`raw/metadata.json`), as it does the
+//! capture's working directory inside `environment.command` and `capture.passes[].command`
+//! (`driver.py raw/nsys/plan.json`): no path of the capture host's working directory remains.
 //!
 //! ## Self and inclusive columns
 //!
@@ -86,8 +96,13 @@
 //!   `graphs`, `graph_ns`, `graph_kernels`, `graph_launches` and `graph_trace`, the timeline's
 //!   kernels the `graph` and `graph_node` columns. All have defaults, so version-3 bundles read
 //!   unchanged; a version-3 reader refuses version 4 (the new enum values).
-//!   Later additive field, same version: `instance_kernels[]` ([`InstanceKernels`], written
-//!   only when non-empty; earlier version-4 bundles read with it empty).
+//!   Later additive fields, same version: `instance_kernels[]` ([`InstanceKernels`], written
+//!   only when non-empty; earlier version-4 bundles read with it empty), `stages[].parents` (a
+//!   range name whose instances sit in different places), `stages[].instance_list[].warmup`
+//!   and `warmup` (warm-up instances). With them `stages[].parent` became the stage enclosing
+//!   *every* instance (`None` when they differ); bundles written before hold the first
+//!   instance's parent there, and paths of the capture host's working directory
+//!   (`/tmp/runs/.capture-…/raw/…`) where sources now say `raw/…`.
 //!
 //! # CUDA graphs
 //!
@@ -121,6 +136,7 @@ mod stats;
 mod summary;
 pub mod time;
 mod timeline;
+mod warmup;
 mod workload;
 
 pub use analysis::{
@@ -135,6 +151,7 @@ pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
 pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
+pub use warmup::WarmupInstances;
 pub use workload::{Calibration, CountedFlops, RunMetadata, Sourced, Workload};
 
 /// Version of the `bundle.json` / `timeline.json` format written by this crate.
@@ -194,6 +211,9 @@ pub struct Bundle {
     pub capture: Option<Capture>,
     #[serde(default)]
     pub nvml: Option<NvmlSeries>,
+    /// How warm-up instances were told from measured ones (see [`WarmupInstances`]).
+    #[serde(default)]
+    pub warmup: Option<WarmupInstances>,
 }
 
 impl Bundle {
@@ -224,6 +244,7 @@ impl Bundle {
             analysis: None,
             capture: None,
             nvml: None,
+            warmup: None,
         }
     }
 
@@ -496,8 +517,17 @@ pub struct Stage {
     pub domain: String,
     pub name: String,
     pub kind: StageKind,
-    /// The stage whose range encloses this stage's first instance, if any.
+    /// The stage whose ranges directly enclose every instance of this one; `None` for a
+    /// top-level stage and for one whose instances sit in different places (then `parents`
+    /// lists them). A reader that nests stages by `parent` therefore never shows a stage
+    /// under a parent that only some of its instances had.
     pub parent: Option<u32>,
+    /// Where the instances sit when that differs between them: each distinct enclosing stage
+    /// once (`null` for instances at the top level), in order of first appearance, e.g.
+    /// CCCL's `cub::DeviceScan::InclusiveScan` in `[warmup_prefill, warmup_decode, prefill,
+    /// decode]`. Empty when every instance has the same parent (`parent`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<Option<u32>>,
     /// Nesting depth of the first instance (0 = top level).
     pub depth: u32,
     pub instances: u64,
@@ -558,6 +588,14 @@ pub struct StageInstance {
     pub gpu_start_ns: Option<i64>,
     pub gpu_end_ns: Option<i64>,
     pub gpu_busy_ns: u64,
+    /// Whether the instance ran before the measurement (see [`WarmupInstances`]): TTFT, TPOT
+    /// and diffs read [`Stage::measured_instances`], which leaves these out.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub warmup: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 /// Coarse kernel class used for the category mix.

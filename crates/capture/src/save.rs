@@ -16,7 +16,8 @@ use crate::{is_disk_full, CaptureError, CaptureOutput, Plan};
 const OVERHEAD_WARN_PCT: f64 = 25.0;
 
 /// The run of a capture, not yet written: its artifacts ingested, `capture` and `nvml` set.
-/// A capture with no trace to ingest (or an interrupted one whose partial traces do not
+/// The bundle names the artifacts relative to the run directory (`raw/metadata.json`): the
+/// working directory they lie in now becomes it. A capture with no trace to ingest (or an interrupted one whose partial traces do not
 /// ingest) gets a bundle holding the record and NVML only, and says so in `capture.missing`.
 pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, CaptureError> {
     let label = plan.label();
@@ -28,9 +29,11 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
         metadata: output.metadata.clone(),
         label: Some(label.clone()),
         stage_names: output.capture.stage_names.clone(),
+        relative_to: Some(output.work_dir.clone()),
         ..IngestRequest::default()
     };
     let mut capture = output.capture.clone();
+    relative_commands(&mut capture, &output.work_dir);
     let mut run = if request.nsys.is_none() && request.kineto.is_none() {
         capture.missing.push(
             "stages, kernels and the timeline: no profiler trace was captured (no Nsight Systems \
@@ -59,6 +62,14 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
     run.bundle.capture = Some(capture);
     run.bundle.nvml = output.nvml.clone();
     Ok(run)
+}
+
+/// The passes' command lines with the working directory's paths relative to it, as the run
+/// directory that replaces it names them (`driver.py raw/nsys/plan.json`).
+fn relative_commands(capture: &mut Capture, work_dir: &Path) {
+    for word in capture.passes.iter_mut().flat_map(|p| &mut p.command) {
+        *word = llmprof_ingest::paths::relative_in(word, work_dir);
+    }
 }
 
 /// A bundle with no trace data, for the capture record and the NVML samples alone.

@@ -441,11 +441,8 @@ impl TraceConverter {
                     .map(|&r| span(self.ranges[r].start, self.ranges[r].end))
                     .collect();
                 let wall = Distribution::from_samples(&mut walls);
-                let first = members.first().copied();
-                let parent = first
-                    .and_then(|r| nesting.parent[r])
-                    .map(|p| self.ranges[p as usize].stage);
-                let depth = first.map_or(0, |r| nesting.depth[r]);
+                let (parent, parents) = self.parents_of(nesting, members);
+                let depth = members.first().map_or(0, |&r| nesting.depth[r]);
                 let instance_list: Vec<StageInstance> = members
                     .iter()
                     .map(|&r| {
@@ -461,6 +458,7 @@ impl TraceConverter {
                             gpu_start_ns: a.gpu_start,
                             gpu_end_ns: a.gpu_end,
                             gpu_busy_ns: a.busy,
+                            warmup: false,
                         }
                     })
                     .collect();
@@ -474,6 +472,7 @@ impl TraceConverter {
                     name: self.strings.get(key.name).to_string(),
                     kind: key.kind,
                     parent,
+                    parents,
                     depth,
                     instances: members.len() as u64,
                     wall_ns: wall.total_ns,
@@ -496,6 +495,24 @@ impl TraceConverter {
                 }
             })
             .collect()
+    }
+
+    /// The stage enclosing every one of `members` (range indexes of one stage), or, when
+    /// they sit in different places, `None` and each distinct enclosing stage (`None`: the
+    /// top level) in order of first appearance.
+    fn parents_of(&self, nesting: &Nesting, members: &[usize]) -> (Option<u32>, Vec<Option<u32>>) {
+        let mut parents: Vec<Option<u32>> = Vec::new();
+        for &r in members {
+            let p = nesting.parent[r].map(|p| self.ranges[p as usize].stage);
+            if !parents.contains(&p) {
+                parents.push(p);
+            }
+        }
+        match parents.as_slice() {
+            [] => (None, parents),
+            [one] => (*one, Vec::new()),
+            _ => (None, parents),
+        }
     }
 
     /// Kernel rows sorted like `cuda_gpu_kern_sum` (total time, descending); returns the rows
@@ -1189,6 +1206,45 @@ mod tests {
 
     /// One decode range: a plain kernel (correlation 1) and a graph launch (correlation 2)
     /// whose three kernels share its correlation id, as nsys records them at node level.
+    /// A library range inside a warm-up prefill, a prefill and a decode, and once at the top
+    /// level: no single parent, each place listed once in order; a range always inside
+    /// `decode` keeps it as its parent, whichever thread it ran on.
+    #[test]
+    fn a_range_in_different_parents_is_not_nested_under_the_first() {
+        let mut c = TraceConverter::new();
+        for (name, start, end) in [
+            ("warmup_prefill", 0, 100),
+            ("scan", 10, 20),
+            ("prefill", 200, 300),
+            ("scan", 210, 220),
+            ("scan", 230, 240),
+            ("scan", 350, 360),
+            ("decode", 400, 500),
+            ("scan", 410, 420),
+            ("step", 430, 440),
+        ] {
+            c.handle_range(range(10, name, start, end));
+        }
+        c.handle_range(range(11, "decode", 400, 500));
+        c.handle_range(range(11, "step", 410, 420));
+        let p = c.finish(&mut Diagnostics::new(Source::Nsys, "x"));
+        let id = |n: &str| p.stages.iter().find(|s| s.name == n).unwrap().id;
+        let scan = &p.stages[id("scan") as usize];
+        assert_eq!(scan.parent, None);
+        let want = [
+            Some(id("warmup_prefill")),
+            Some(id("prefill")),
+            None,
+            Some(id("decode")),
+        ];
+        assert_eq!(scan.parents, want);
+        assert!(scan.has_mixed_parents());
+        assert_eq!((scan.instances, scan.depth), (5, 1));
+        let step = &p.stages[id("step") as usize];
+        assert_eq!((step.parent, step.parents.len()), (Some(id("decode")), 0));
+        assert!(p.stages[id("prefill") as usize].parents.is_empty());
+    }
+
     #[test]
     fn node_level_graph_launch_is_one_gpu_op_and_keeps_its_kernels() {
         let mut c = TraceConverter::new();

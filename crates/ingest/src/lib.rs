@@ -14,6 +14,7 @@ mod intern;
 pub mod kineto;
 pub mod ncu;
 pub mod nsys;
+pub mod paths;
 pub mod records;
 mod workload;
 
@@ -28,6 +29,7 @@ use crate::convert::TraceConverter;
 use crate::diagnostics::Diagnostics;
 use crate::error::what;
 pub use crate::error::IngestError;
+use crate::paths::PathNames;
 
 /// What to ingest.
 #[derive(Debug, Clone, Default)]
@@ -47,7 +49,17 @@ pub struct IngestRequest {
     /// ranges in other non-default NVTX domains are library ranges
     /// ([`llmprof_bundle::is_library_range`]) and get no per-instance kernel samples.
     pub stage_names: Vec<String>,
+    /// Leading instances of each top-level stage that are warm-up (`--warmup-instances N`),
+    /// besides the ranges named `warmup_*`; `None`: ingest marks by name only, and
+    /// [`apply_overrides`] keeps what the bundle chose.
+    pub warmup_instances: Option<u64>,
+    /// The directory the bundle names files relative to: a capture's working directory,
+    /// whose `raw/` becomes the run's. `None`: files are named as given.
+    pub relative_to: Option<PathBuf>,
 }
+
+/// Where a `--warmup-instances` count came from, as the bundle records it.
+const WARMUP_FLAG: &str = "--warmup-instances flag";
 
 /// Token counts from command-line flags.
 #[derive(Debug, Clone, Default)]
@@ -154,6 +166,11 @@ impl<'r> Assembly<'r> {
         }
     }
 
+    /// How the bundle names the request's files.
+    fn names(&self) -> PathNames<'r> {
+        PathNames::new(self.req.relative_to.as_deref())
+    }
+
     /// Reads the Nsight Systems export, which becomes the timing source.
     fn read_nsys(
         &mut self,
@@ -165,9 +182,9 @@ impl<'r> Assembly<'r> {
             path,
         });
         let mut conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
-        let mut diags = Diagnostics::new(Source::Nsys, path.display().to_string());
+        let mut diags = Diagnostics::new(Source::Nsys, self.names().file(path));
         self.facts.push(nsys::read(path, &mut conv, &mut diags)?);
-        self.bundle.inputs.push(input_file(Source::Nsys, path));
+        self.bundle.inputs.push(self.input_file(Source::Nsys, path));
         self.bundle.timing_source = Some(Source::Nsys);
         self.timing = Some(Timing { conv, diags });
         Ok(())
@@ -184,12 +201,14 @@ impl<'r> Assembly<'r> {
             source: Source::Kineto,
             path,
         });
-        let mut diags = Diagnostics::new(Source::Kineto, path.display().to_string());
+        let mut diags = Diagnostics::new(Source::Kineto, self.names().file(path));
         let is_timing = self.timing.is_none();
         let mut conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
         let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags)?;
         self.facts.push(k.facts.clone());
-        self.bundle.inputs.push(input_file(Source::Kineto, path));
+        self.bundle
+            .inputs
+            .push(self.input_file(Source::Kineto, path));
         if is_timing {
             self.bundle.timing_source = Some(Source::Kineto);
             // Shapes describe this trace's own pass only: use them when it is the timing
@@ -221,9 +240,16 @@ impl<'r> Assembly<'r> {
                 path,
             });
         }
-        let n = ncu::read_ncu_paths(&self.req.ncu)?;
+        let mut n = ncu::read_ncu_paths(&self.req.ncu)?;
+        let names = self.names();
+        for k in &mut n.kernels {
+            k.file = names.text(&k.file);
+        }
+        for d in &mut n.diagnostics {
+            d.file = names.text(&d.file);
+        }
         for path in &self.req.ncu {
-            self.bundle.inputs.push(input_file(Source::Ncu, path));
+            self.bundle.inputs.push(self.input_file(Source::Ncu, path));
         }
         self.ncu = Some(n);
         Ok(())
@@ -233,17 +259,20 @@ impl<'r> Assembly<'r> {
     /// win over metadata, which wins over the inferred token counts.
     fn read_model_config_and_metadata(&mut self) -> Result<(), IngestError> {
         let req = self.req;
+        let names = self.names();
         if let Some(path) = &req.model_config {
-            self.bundle.model = Some(read_model_config(path)?);
-            self.bundle
-                .inputs
-                .push(input_file(Source::ModelConfig, path));
+            let mut model = read_model_config(path)?;
+            model.source = names.file(path);
+            self.bundle.model = Some(model);
+            let input = self.input_file(Source::ModelConfig, path);
+            self.bundle.inputs.push(input);
         }
         let metadata = match &req.metadata {
             Some(path) => {
                 let m = read_metadata(path)?;
-                self.bundle.inputs.push(input_file(Source::Metadata, path));
-                Some((path.display().to_string(), m))
+                let input = self.input_file(Source::Metadata, path);
+                self.bundle.inputs.push(input);
+                Some((names.file(path), m))
             }
             None => None,
         };
@@ -281,19 +310,23 @@ impl<'r> Assembly<'r> {
         Some(t)
     }
 
+    /// `path` as an input of the bundle, named as [`PathNames`] says.
+    fn input_file(&self, source: Source, path: &Path) -> InputFile {
+        InputFile {
+            source,
+            path: self.names().file(path),
+            bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+        }
+    }
+
     /// Puts the trace's operators into the bundle, their stages mapped to bundle stage ids.
     fn attach_operators(&mut self) {
         let Some(k) = self.kineto.take() else {
             return;
         };
-        let mut diags = Diagnostics::new(
-            Source::Kineto,
-            self.req
-                .kineto
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-        );
+        let names = self.names();
+        let file = self.req.kineto.as_ref().map(|p| names.file(p));
+        let mut diags = Diagnostics::new(Source::Kineto, file.unwrap_or_default());
         self.bundle.operators =
             resolve_operator_stages(k.operators, &k.stage_names, &self.bundle.stages, &mut diags);
         self.bundle.diagnostics.extend(diags.finish());
@@ -305,12 +338,12 @@ impl<'r> Assembly<'r> {
         let Some(mut n) = self.ncu.take() else {
             return;
         };
+        let names = self.names();
         let bundle = &mut self.bundle;
         ncu::join_ncu(&mut bundle.kernels, &mut n.kernels);
         if bundle.timing_source.is_some() {
-            bundle
-                .diagnostics
-                .push(unmatched_ncu(&self.req.ncu, &n.kernels));
+            let files: Vec<String> = self.req.ncu.iter().map(|p| names.file(p)).collect();
+            bundle.diagnostics.push(unmatched_ncu(&files, &n.kernels));
             bundle.diagnostics.retain(|d| d.count > 0);
         }
         self.facts.push(SourceFacts {
@@ -321,9 +354,16 @@ impl<'r> Assembly<'r> {
         bundle.diagnostics.extend(n.diagnostics);
     }
 
-    /// Merges the device and environment facts and names the run.
+    /// Merges the device and environment facts, marks the warm-up instances and names the
+    /// run.
     fn finish(mut self, timeline: Option<Timeline>) -> Ingested {
+        let names = self.names();
         merge_facts(&mut self.bundle, self.facts);
+        let env = &mut self.bundle.environment;
+        env.command = env.command.as_deref().map(|c| names.command(c));
+        let leading = self.req.warmup_instances.unwrap_or(0);
+        self.bundle
+            .mark_warmup(leading, Some(WARMUP_FLAG.to_string()));
         self.bundle.run_id = llmprof_store::run_id(&self.bundle);
         Ingested {
             bundle: self.bundle,
@@ -333,7 +373,7 @@ impl<'r> Assembly<'r> {
 }
 
 /// The diagnostic counting ncu kernels whose name matches no kernel of the timing source.
-fn unmatched_ncu(paths: &[PathBuf], kernels: &[NcuKernel]) -> llmprof_bundle::Diagnostic {
+fn unmatched_ncu(files: &[String], kernels: &[NcuKernel]) -> llmprof_bundle::Diagnostic {
     let unmatched = kernels.iter().filter(|k| k.kernel.is_none()).count() as u64;
     let example = kernels
         .iter()
@@ -342,11 +382,7 @@ fn unmatched_ncu(paths: &[PathBuf], kernels: &[NcuKernel]) -> llmprof_bundle::Di
         .unwrap_or_default();
     llmprof_bundle::Diagnostic {
         source: Source::Ncu,
-        file: paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        file: files.join(", "),
         code: "ncu.unmatched_kernels".into(),
         severity: Severity::Info,
         message: "ncu kernels whose name matches no kernel of the timing source".into(),
@@ -355,15 +391,24 @@ fn unmatched_ncu(paths: &[PathBuf], kernels: &[NcuKernel]) -> llmprof_bundle::Di
     }
 }
 
-/// Applies the token counts, metadata and peaks of `req` to an existing bundle (flags and
-/// metadata win over what the bundle holds): `llmprof analyze` with new numbers.
+/// Applies the token counts, metadata, peaks and warm-up count of `req` to an existing bundle
+/// (flags and metadata win over what the bundle holds): `llmprof analyze` with new numbers.
+/// Warm-up instances are marked again, with the bundle's own leading count unless `req` gives
+/// one, so bundles written before warm-up marks get them.
 pub fn apply_overrides(bundle: &mut Bundle, req: &IngestRequest) -> Result<(), IngestError> {
+    let names = PathNames::new(req.relative_to.as_deref());
     let metadata = match &req.metadata {
-        Some(path) => Some((path.display().to_string(), read_metadata(path)?)),
+        Some(path) => Some((names.file(path), read_metadata(path)?)),
         None => None,
     };
     let base = bundle.workload.clone().unwrap_or_default();
     workload::assemble(bundle, req, metadata.as_ref(), base);
+    let (leading, source) = match (req.warmup_instances, &bundle.warmup) {
+        (Some(n), _) => (n, Some(WARMUP_FLAG.to_string())),
+        (None, Some(w)) => (w.leading, w.source.clone()),
+        (None, None) => (0, None),
+    };
+    bundle.mark_warmup(leading, source);
     Ok(())
 }
 
@@ -383,14 +428,6 @@ fn read_metadata(path: &Path) -> Result<llmprof_bundle::RunMetadata, IngestError
             format!("not a run metadata JSON object ({e})"),
         )
     })
-}
-
-fn input_file(source: Source, path: &Path) -> InputFile {
-    InputFile {
-        source,
-        path: path.display().to_string(),
-        bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-    }
 }
 
 fn read_model_config(path: &Path) -> Result<ModelInfo, IngestError> {

@@ -262,12 +262,13 @@ pub(crate) fn stage_names(a: &Bundle, b: &Bundle) -> Vec<String> {
     names
 }
 
-/// Instance wall times of the stage, ns (every stage of that name at the top level).
+/// Measured instance wall times of the stage, ns (every stage of that name at the top level;
+/// warm-up instances left out).
 fn stage_walls(b: &Bundle, name: &str) -> Vec<f64> {
     b.workload_stages()
         .filter(|s| s.depth == 0 && s.name == name)
-        .flat_map(|s| &s.instance_list)
-        .map(|i| i.wall_ns as f64)
+        .flat_map(|s| s.measured_instances())
+        .map(|(_, i)| i.wall_ns as f64)
         .collect()
 }
 

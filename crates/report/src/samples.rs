@@ -27,6 +27,8 @@ pub struct Samples {
     pub steps: Vec<Vec<u64>>,
     /// Sequences per step.
     pub batch: u64,
+    /// What the trace's samples left out as warm-up, or that they count every instance.
+    pub note: Option<String>,
 }
 
 impl Samples {
@@ -140,6 +142,7 @@ fn from_baseline(b: &StageTimings, batch: u64) -> Samples {
         decode: group(|s| s.decode_ns.map(|v| v as f64)),
         steps,
         batch,
+        note: None,
     }
 }
 
@@ -152,21 +155,26 @@ fn top_stage(bundle: &Bundle, role: StageRole) -> Option<&Stage> {
 }
 
 fn from_trace(bundle: &Bundle, batch: u64) -> Samples {
-    let walls = |role| -> Vec<Vec<f64>> {
-        top_stage(bundle, role)
-            .map(|s| vec![s.instance_list.iter().map(|i| i.wall_ns as f64).collect()])
-            .unwrap_or_default()
-    };
-    let decode = walls(StageRole::Decode);
-    let w = bundle.workload.as_ref();
-    let steps: Option<Vec<u64>> = decode
-        .first()
-        .map(|d| {
-            (0..d.len())
-                .map(|i| w.and_then(|w| w.steps_of_instance(i)))
-                .collect()
+    let (prefill, decode) = (
+        top_stage(bundle, StageRole::Prefill),
+        top_stage(bundle, StageRole::Decode),
+    );
+    let walls = |s: Option<&Stage>| -> Vec<Vec<f64>> {
+        s.map(|s| {
+            vec![s
+                .measured_instances()
+                .map(|(_, i)| i.wall_ns as f64)
+                .collect()]
         })
-        .unwrap_or(None);
+        .unwrap_or_default()
+    };
+    let w = bundle.workload.as_ref();
+    // Steps are indexed by the instance's place in `instance_list`.
+    let steps: Option<Vec<u64>> = decode.and_then(|d| {
+        d.measured_instances()
+            .map(|(i, _)| w.and_then(|w| w.steps_of_instance(i)))
+            .collect()
+    });
     let tool = bundle.timing_source.map_or("trace", |s| s.as_str());
     Samples {
         basis: HeadlineBasis::Trace,
@@ -178,9 +186,38 @@ fn from_trace(bundle: &Bundle, batch: u64) -> Samples {
                 " (ingest-only run: no unprofiled baseline)"
             }
         ),
-        prefill: walls(StageRole::Prefill),
-        decode,
+        prefill: walls(prefill),
+        decode: walls(decode),
         steps: steps.map(|s| vec![s]).unwrap_or_default(),
         batch,
+        note: warmup_note(bundle, [prefill, decode].into_iter().flatten()),
     }
+}
+
+/// What the headline left out as warm-up, when it left out instances of a stage named as
+/// measured (`--warmup-instances`); for a run without a capture whose headline stages hold
+/// several instances and no leading warm-up was given, that every instance counts.
+fn warmup_note<'a>(bundle: &Bundle, headline: impl Iterator<Item = &'a Stage>) -> Option<String> {
+    let headline: Vec<&Stage> = headline.collect();
+    let left_out = |s: &&Stage| s.measured_instances().count() < s.instance_list.len();
+    if let (Some(w), true) = (bundle.warmup.as_ref(), headline.iter().any(left_out)) {
+        let counts: Vec<String> = headline
+            .iter()
+            .map(|s| {
+                let n = s.measured_instances().count();
+                format!("{} {n} of {}", s.name, s.instances)
+            })
+            .collect();
+        return Some(format!(
+            "TTFT and TPOT over the measured instances: {} ({})",
+            counts.join(", "),
+            w.describe()
+        ));
+    }
+    let several = headline.iter().any(|s| s.instances > 1);
+    (bundle.capture.is_none() && several).then(|| {
+        "ingest-only run: TTFT and TPOT count every instance as measured (ranges named \
+         warmup_* excepted); if the first ones are warm-up, give --warmup-instances N"
+            .to_string()
+    })
 }

@@ -81,6 +81,15 @@ pub fn describe(run: &Run, t: Target) -> Vec<(String, String)> {
         }
         Target::Range(i) => {
             out.push(("Stage".into(), run.range_name(i).to_string()));
+            // Where this instance ran: a range name may sit in different stages.
+            let inside = match run.range_parent.get(i as usize).copied().flatten() {
+                Some(p) => run.range_name(p).to_string(),
+                None => "top level".into(),
+            };
+            out.push(("Inside".into(), inside));
+            if run.range_is_warmup(i) {
+                out.push(("Warm-up".into(), "yes: not measured".into()));
+            }
             out.push(("Duration".into(), fmt::duration(e.saturating_sub(s) as f64)));
             out.push(("Start".into(), fmt::duration(s as f64)));
             if let Some(tid) = run.timeline.ranges.tid.get(i as usize) {

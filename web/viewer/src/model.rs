@@ -36,6 +36,9 @@ pub struct StageInfo {
     pub name: String,
     /// Range positions (in [`Timeline::ranges`]) of this stage's instances, by start.
     pub instances: Vec<u32>,
+    /// Per instance (in `instance_list` order, the order of `instances`): whether it is
+    /// warm-up, not measurement.
+    pub warmup: Vec<bool>,
 }
 
 /// An NVML series on the timeline's axis.
@@ -58,6 +61,9 @@ pub struct Run {
     pub timeline: Timeline,
     pub kernels: Vec<KernelInfo>,
     pub stages: Vec<StageInfo>,
+    /// Per range position: the position of the range directly enclosing it on its thread
+    /// (the instance's own parent, whatever the stage's other instances sit in).
+    pub range_parent: Vec<Option<u32>>,
     pub lanes: Vec<Lane>,
     pub counters: Vec<Counter>,
     /// Why the NVML lanes are absent, when the bundle has samples but they cannot be placed.
@@ -125,6 +131,7 @@ impl Run {
                     format!("{}:{}", s.domain, s.name)
                 },
                 instances: Vec::new(),
+                warmup: s.instance_list.iter().map(|i| i.warmup).collect(),
             })
             .collect();
         for (pos, &s) in timeline.ranges.stage.iter().enumerate() {
@@ -138,6 +145,7 @@ impl Run {
                 }
             }
         }
+        let range_parent = range_parents(&timeline);
         let mut lanes = build_lanes(&timeline);
         let (counters, counters_note) = counters(bundle, &timeline);
         for (i, c) in counters.iter().enumerate() {
@@ -157,6 +165,7 @@ impl Run {
             timeline,
             kernels,
             stages,
+            range_parent,
             lanes,
             counters,
             counters_note,
@@ -209,6 +218,18 @@ impl Run {
         self.timeline.launches.get(l as usize)
     }
 
+    /// Whether the range at `pos` is a warm-up instance (as the bundle marks them).
+    pub fn range_is_warmup(&self, pos: u32) -> bool {
+        let Some(stage) = self.timeline.ranges.stage.get(pos as usize) else {
+            return false;
+        };
+        let Some(st) = self.stages.get(*stage as usize) else {
+            return false;
+        };
+        let k = st.instances.binary_search(&pos).ok();
+        k.and_then(|k| st.warmup.get(k)).copied().unwrap_or(false)
+    }
+
     /// Display name of the stage a range position belongs to.
     pub fn range_name(&self, pos: u32) -> &str {
         self.timeline
@@ -218,6 +239,21 @@ impl Run {
             .and_then(|&s| self.stages.get(s as usize))
             .map_or("?", |s| s.name.as_str())
     }
+}
+
+/// The range directly enclosing each range position: the last range before it on the same
+/// thread one level up (ranges are in nesting order, outer before inner).
+fn range_parents(t: &Timeline) -> Vec<Option<u32>> {
+    let r = &t.ranges;
+    let mut open: std::collections::HashMap<(u64, u32), u32> = std::collections::HashMap::new();
+    (0..r.start.len())
+        .map(|i| {
+            let (tid, depth) = (r.tid[i], r.depth[i]);
+            open.insert((tid, depth), i as u32);
+            let up = depth.checked_sub(1)?;
+            open.get(&(tid, up)).copied()
+        })
+        .collect()
 }
 
 fn col2(a: &[u64], b: &[u64], i: u32) -> (u64, u64) {

@@ -1,4 +1,9 @@
-//! The Per-Stage Timings table and the vision note.
+//! The Per-Stage Timings table and the vision note. Stages are laid out as the tree their
+//! `parent`s make, so a row is shown under another only when every instance of it ran inside
+//! that stage; a range name whose instances sit in different places (`Stage::parents`) is a
+//! row of its own that says where: `scan (in prefill, decode)`.
+
+use std::collections::{HashMap, HashSet};
 
 use llmprof_bundle::{is_warmup, Bundle, Stage, StageRole};
 
@@ -6,9 +11,9 @@ use crate::fmt::{ms, ms_f, pct, thousands};
 use crate::run::source_name;
 use crate::table::{Column, TableView};
 
-/// One row per stage of the workload, nested stages prefixed `· ` per level, `domain:name`
-/// outside the default NVTX domain; warm-up ranges fold into one `warm-up` row on top (the
-/// [`warmup_table`] lists them).
+/// One row per stage of the workload, nested stages prefixed `· ` per level under their
+/// parent, `domain:name` outside the default NVTX domain; warm-up ranges fold into one
+/// `warm-up` row on top (the [`warmup_table`] lists them).
 pub(super) fn table(b: &Bundle) -> TableView {
     let source = match b.timing_source {
         Some(s) => format!(
@@ -21,8 +26,9 @@ pub(super) fn table(b: &Bundle) -> TableView {
     if let Some(row) = warmup_row(b) {
         t.push(row);
     }
-    for s in b.workload_stages().filter(|s| !in_warmup(b, s)) {
-        t.push(stage_row(s));
+    let shown: Vec<&Stage> = b.workload_stages().filter(|s| !in_warmup(b, s)).collect();
+    for (s, level) in tree(&shown) {
+        t.push(stage_row(b, s, level));
     }
     t
 }
@@ -30,10 +36,73 @@ pub(super) fn table(b: &Bundle) -> TableView {
 /// The warm-up ranges (and the ranges nested in them), as the stage table shows stages.
 pub(super) fn warmup_table(b: &Bundle) -> TableView {
     let mut t = stage_columns().from_source("warm-up iterations: not measured, not analysed");
-    for s in b.workload_stages().filter(|s| in_warmup(b, s)) {
-        t.push(stage_row(s));
+    let shown: Vec<&Stage> = b.workload_stages().filter(|s| in_warmup(b, s)).collect();
+    for (s, level) in tree(&shown) {
+        t.push(stage_row(b, s, level));
     }
     t
+}
+
+/// `stages` in tree order with their nesting level: each stage, then the stages whose
+/// `parent` it is, depth first; a stage whose parent is not among them (none, several, or
+/// one shown elsewhere) starts a tree of its own. Siblings keep their order. Every stage is
+/// listed once, whatever parent ids a bundle holds.
+fn tree<'a>(stages: &[&'a Stage]) -> Vec<(&'a Stage, usize)> {
+    let ids: HashSet<u32> = stages.iter().map(|s| s.id).collect();
+    let mut children: HashMap<u32, Vec<&Stage>> = HashMap::new();
+    let mut todo: Vec<(&Stage, usize)> = Vec::new();
+    for &s in stages.iter().rev() {
+        match s.parent.filter(|p| ids.contains(p) && *p != s.id) {
+            Some(p) => children.entry(p).or_default().push(s),
+            None => todo.push((s, 0)),
+        }
+    }
+    let mut out: Vec<(&Stage, usize)> = Vec::with_capacity(stages.len());
+    let mut seen: HashSet<u32> = HashSet::new();
+    while let Some((s, level)) = todo.pop() {
+        if seen.insert(s.id) {
+            out.push((s, level));
+            let kids = children.get(&s.id).into_iter().flatten();
+            todo.extend(kids.map(|&c| (c, level + 1)));
+        }
+    }
+    // Parents that enclose each other (a hand-made bundle) leave stages unreached.
+    let unreached = stages.iter().filter(|s| !seen.contains(&s.id));
+    out.extend(unreached.map(|&s| (s, 0)));
+    out
+}
+
+/// `domain:name` outside the default NVTX domain, `name` inside it.
+fn qualified(s: &Stage) -> String {
+    if s.domain.is_empty() {
+        s.name.clone()
+    } else {
+        format!("{}:{}", s.domain, s.name)
+    }
+}
+
+/// Where the instances of a stage with several places ran: ` (in warmup_prefill, prefill,
+/// top level)`; empty for a stage with one parent or none.
+fn places(b: &Bundle, s: &Stage) -> String {
+    if !s.has_mixed_parents() {
+        return String::new();
+    }
+    format!(" (in {})", place_names(b, s).join(", "))
+}
+
+/// The stages the instances of `s` ran in (`top level` for those outside every stage), each
+/// once in order of first appearance; empty for a top-level stage.
+fn place_names(b: &Bundle, s: &Stage) -> Vec<String> {
+    let name = |p: Option<u32>| match p.map(|p| b.stage(p)) {
+        Some(Some(p)) => qualified(p),
+        Some(None) => "?".into(),
+        None => "top level".into(),
+    };
+    match (s.parent, s.has_mixed_parents()) {
+        (_, true) => s.parents.iter().map(|&p| name(p)).collect(),
+        (Some(p), false) => vec![name(Some(p))],
+        (None, false) => Vec::new(),
+    }
 }
 
 fn stage_columns() -> TableView {
@@ -50,14 +119,9 @@ fn stage_columns() -> TableView {
     ])
 }
 
-fn stage_row(s: &Stage) -> Vec<String> {
-    let name = if s.domain.is_empty() {
-        s.name.clone()
-    } else {
-        format!("{}:{}", s.domain, s.name)
-    };
+fn stage_row(b: &Bundle, s: &Stage, level: usize) -> Vec<String> {
     vec![
-        format!("{}{}", "· ".repeat(s.depth as usize), name),
+        format!("{}{}{}", "· ".repeat(level), qualified(s), places(b, s)),
         thousands(s.instances),
         ms(s.wall_ns),
         ms_f(s.wall.mean_ns),
@@ -69,8 +133,21 @@ fn stage_row(s: &Stage) -> Vec<String> {
     ]
 }
 
-/// Whether a stage is a warm-up range or nested in one.
+/// Whether a stage is a warm-up range or nested in one; a stage in several places is when
+/// every place is.
 fn in_warmup(b: &Bundle, s: &Stage) -> bool {
+    if s.has_mixed_parents() && !is_warmup(&s.name) {
+        let warm = |p: &Option<u32>| {
+            p.and_then(|p| b.stage(p))
+                .is_some_and(|p| in_warmup_chain(b, p))
+        };
+        return s.parents.iter().all(warm);
+    }
+    in_warmup_chain(b, s)
+}
+
+/// Whether a stage or one of its `parent`s is a warm-up range.
+fn in_warmup_chain(b: &Bundle, s: &Stage) -> bool {
     let mut cur = Some(s);
     // Depth bounds the walk, whatever parent ids a bundle holds.
     for _ in 0..=s.depth {
@@ -112,8 +189,8 @@ fn warmup_row(b: &Bundle) -> Option<Vec<String>> {
     ])
 }
 
-/// NVTX ranges of libraries (non-default domains the capture did not name): their GPU time,
-/// never shown as stages.
+/// NVTX ranges of libraries (non-default domains the capture did not name): their GPU time
+/// and the stages they ran in, never shown as stages.
 pub(super) fn library_table(b: &Bundle) -> TableView {
     let mut t = TableView::new(vec![
         Column::text("Range"),
@@ -122,16 +199,18 @@ pub(super) fn library_table(b: &Bundle) -> TableView {
         Column::num("GPU proj (ms)"),
         Column::num("GPU ops"),
         Column::num("Kernel (ms)"),
+        Column::text("In"),
     ])
     .from_source("NVTX ranges in library domains (CCCL, NCCL, cuBLAS, …), kept in the bundle");
     for s in b.stages.iter().filter(|s| b.is_library_range(s)) {
         t.push(vec![
-            format!("{}:{}", s.domain, s.name),
+            qualified(s),
             thousands(s.instances),
             ms(s.wall_ns),
             ms(s.gpu_proj_ns),
             thousands(s.gpu_ops),
             ms(s.kernel_ns),
+            place_names(b, s).join(", "),
         ]);
     }
     t

@@ -85,6 +85,9 @@
 //!   `graphs`, `graph_ns`, `graph_kernels`, `graph_launches` and `graph_trace`, the timeline's
 //!   kernels the `graph` and `graph_node` columns. All have defaults, so version-3 bundles read
 //!   unchanged; a version-3 reader refuses version 4 (the new enum values).
+//!   Later additive fields, same version: `capture.auto_repeats` ([`AutoRepeats`], the outcome
+//!   of `--repeats auto`) and `capture.overhead[].basis` (what an overhead's medians are
+//!   medians of: iterations, a `--cmd` workload's stage windows, or whole processes).
 //!
 //! # CUDA graphs
 //!
@@ -124,8 +127,8 @@ pub use analysis::{
     StageAnalysis, StageRole,
 };
 pub use capture::{
-    Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries, Overhead,
-    PassRecord, StageEnergy, StageTimings, Window,
+    AutoRepeats, Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries,
+    Overhead, PassRecord, StageCi, StageEnergy, StageTimings, Window,
 };
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};

@@ -36,6 +36,8 @@ fn dry_run_validates_and_prints_the_plan() {
         "qwen2 from config, random weights, bfloat16",
         "batch 1, prompt 512 tokens, 64 new tokens",
         "passes   baseline → flops → kineto → nsys → ncu → calibrate",
+        "2 warm-up + 6 measured iterations per process",
+        "\ncpu      ",
         "dry run: nothing was run",
     ] {
         assert!(stdout.contains(needle), "plan lacks {needle}:\n{stdout}");
@@ -79,6 +81,37 @@ fn dry_run_shows_set_overrides_and_the_graph_trace_level() {
     }
     let o = llmprof(args(&["--cuda-graph-trace", "graph"]));
     assert!(String::from_utf8_lossy(&o.stdout).contains("traced at graph level"));
+    // --repeats auto and its cap; --no-pin.
+    let o = llmprof(args(&[
+        "--repeats",
+        "auto",
+        "--repeats-cap",
+        "90",
+        "--no-pin",
+    ]));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "repeats  auto: fresh baseline processes after the planned passes until each measured \
+         stage's 95% CI half-width is at most 2.0% of its median, or the baseline passes have \
+         taken 90 s (--repeats-cap)",
+        "; not pinned: --no-pin; governor ",
+    ] {
+        assert!(stdout.contains(needle), "plan lacks {needle}:\n{stdout}");
+    }
+    for (bad, says) in [
+        (
+            &["--repeats-cap", "90"][..],
+            "--repeats-cap applies to --repeats auto only",
+        ),
+        (
+            &["--repeats", "0"][..],
+            "`0` is neither a count of at least 1 nor `auto`",
+        ),
+    ] {
+        let o = llmprof(args(bad));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{bad:?}: {err}");
+    }
     // A typo in a --set key names the file, the field and the override.
     let o = llmprof(args(&["--set", "optimize.compil=default"]));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -343,6 +376,101 @@ fn a_command_runs_as_the_baseline_and_records_what_is_missing() {
         text.contains("Capture (standard mode, command echo)"),
         "{text}"
     );
+}
+
+/// `--repeats auto` on a `--cmd` workload that writes its own stage windows (as
+/// `llmprof-stages` does): more baseline runs until the command's wall is known within 2% or the
+/// cap stops it, each in its own `raw/baseline-N/`, the outcome in the run; the kineto pass's
+/// overhead compares the decode windows, not the processes.
+#[test]
+fn repeats_auto_adds_baseline_runs_and_overhead_compares_stage_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    std::fs::write(
+        &trace,
+        r#"{"schemaVersion": 1, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "decode", "pid": 1, "tid": 1, "ts": 1000.0, "dur": 100.0}
+]}"#,
+    )
+    .unwrap();
+    let line = |stage: &str, start: u64, end: u64| {
+        format!(
+            "echo '{{\"stage\":\"{stage}\",\"start_ns\":{start},\"end_ns\":{end}}}' >> \
+             \"$LLMPROF_OUT_DIR/stages.jsonl\""
+        )
+    };
+    // A slow start-up (the sleep) that no stage window holds; decode takes 100 ns unprofiled
+    // and 150 ns under the profiler.
+    let cmd = format!(
+        "sleep 0.05; {}; if [ -n \"$LLMPROF_KINETO_OUT\" ]; then cp '{}' \"$LLMPROF_KINETO_OUT\"; \
+         {}; else {}; fi",
+        line("warmup_decode", 0, 900),
+        trace.display(),
+        line("decode", 1000, 1150),
+        line("decode", 1000, 1100)
+    );
+    let runs = dir.path().join("runs");
+    let o = capture_cmd(&[
+        "--cmd".as_ref(),
+        cmd.as_ref(),
+        "--mode".as_ref(),
+        "light".as_ref(),
+        "--repeats".as_ref(),
+        "auto".as_ref(),
+        "--repeats-cap".as_ref(),
+        "1".as_ref(),
+        "--no-pin".as_ref(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("repeats auto, round 0: 1 sample from 1 process;"),
+        "{err}"
+    );
+    let run = only_run(&runs);
+    let b = llmprof_bundle::Bundle::from_json(
+        &std::fs::read_to_string(run.join("bundle.json")).unwrap(),
+    )
+    .unwrap();
+    let c = b.capture.as_ref().unwrap();
+    let a = c
+        .auto_repeats
+        .as_ref()
+        .expect("the auto outcome is recorded");
+    let base_dirs = std::fs::read_dir(run.join("raw"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("baseline"))
+        .count();
+    assert_eq!(
+        (a.processes as usize, a.iterations as usize),
+        (base_dirs, base_dirs)
+    );
+    assert_eq!(a.rounds as usize, base_dirs - 1);
+    assert!(a.processes >= 2, "{a:?}");
+    assert_eq!((a.target_pct, a.cap_s), (2.0, 1));
+    assert_eq!(a.stages[0].stage, "command");
+    let stopped = c
+        .missing
+        .iter()
+        .any(|m| m.starts_with("--repeats auto stopped at its cap"));
+    assert_eq!(stopped, !a.met, "{:#?}", c.missing);
+    if !a.met {
+        assert!(a.baseline_s <= 1.0 + 0.5, "{a:?}");
+    }
+    assert_eq!(c.snapshot.pin_note.as_deref(), Some("not pinned: --no-pin"));
+    let o = &c.overhead;
+    assert_eq!(o.len(), 1, "{o:?}");
+    assert_eq!(
+        (o[0].pass.as_str(), o[0].stage.as_str()),
+        ("kineto", "decode")
+    );
+    assert_eq!(o[0].basis.as_deref(), Some("stage windows"));
+    assert!((o[0].overhead_pct - 50.0).abs() < 1e-9, "{o:?}");
 }
 
 #[test]

@@ -89,6 +89,9 @@ pub enum Command {
     /// nsys, ncu), LLMPROF_OUT_DIR and LLMPROF_STAGES; the PyTorch-profiler pass needs the
     /// workload's cooperation: when LLMPROF_KINETO_OUT is set, profile one iteration with
     /// torch.profiler and call prof.export_chrome_trace(os.environ["LLMPROF_KINETO_OUT"]).
+    /// A workload that appends its stage windows to $LLMPROF_OUT_DIR/stages.jsonl (one
+    /// {"stage","start_ns","end_ns"} object a line; llmprof-stages does) has its profiler
+    /// overhead measured per stage, else on whole processes, start-up included.
     ///
     /// Ctrl-C stops the running pass (its process group gets SIGINT, then SIGKILL after 30 s
     /// or a second Ctrl-C), keeps what was captured, writes a partial run that says what is
@@ -134,9 +137,22 @@ pub struct CaptureArgs {
     #[arg(long, value_enum, default_value_t = ModeArg::Standard)]
     pub mode: ModeArg,
     /// Measured iterations per pass (default: the target's [run] repeats); with --cmd, how
-    /// many times the baseline runs the command (default 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub repeats: Option<u64>,
+    /// many times the baseline runs the command (default 1). `auto`: after the planned
+    /// passes, add fresh baseline processes (raw/baseline-2/, ...; with --cmd, more runs)
+    /// until each measured stage's 95% CI half-width is at most 2% of its median — prefill
+    /// and decode per iteration for a target, the command's wall for --cmd — or until
+    /// --repeats-cap is reached; a progress line per round, the outcome in the run.
+    #[arg(long, value_name = "N|auto", value_parser = parse_repeats)]
+    pub repeats: Option<RepeatsArg>,
+    /// With --repeats auto: seconds the baseline passes may take in all, the first included
+    /// (default 600); the run says when the cap stopped it short of the target.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeats_cap: Option<u64>,
+    /// Leave the workload unpinned. By default every pass's workload (and the profiler that
+    /// runs it) is pinned to the CPU cores local to the GPU, from NVML's CPU affinity of the
+    /// device; the run records the CPUs (or why none), their model, governor and frequency.
+    #[arg(long)]
+    pub no_pin: bool,
     /// CUDA device index (recorded in the run).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub device: u32,
@@ -156,6 +172,23 @@ pub struct CaptureArgs {
     /// Validate and print the plan; run nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `--repeats N` or `--repeats auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepeatsArg {
+    Fixed(u64),
+    Auto,
+}
+
+fn parse_repeats(s: &str) -> Result<RepeatsArg, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(RepeatsArg::Auto);
+    }
+    match s.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(RepeatsArg::Fixed(n)),
+        _ => Err(format!("`{s}` is neither a count of at least 1 nor `auto`")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use llmprof_capture::{
-    CaptureOptions, CommandWorkload, GraphTraceLevel, Interrupt, Mode, Override, Plan, WorkloadSpec,
+    AutoRule, CaptureOptions, CommandWorkload, GraphTraceLevel, Interrupt, Mode, Override, Plan,
+    WorkloadSpec,
 };
 
-use crate::args::{CaptureArgs, GraphTraceArg, ModeArg};
+use crate::args::{CaptureArgs, GraphTraceArg, ModeArg, RepeatsArg};
 
 /// Ctrl-C ended the capture: `main` prints it and exits 130 (128 + SIGINT).
 #[derive(Debug)]
@@ -42,6 +43,20 @@ fn options(args: &CaptureArgs) -> Result<CaptureOptions> {
         }
         _ => bail!("give either --target FILE or --cmd COMMAND"),
     };
+    let (repeats, auto_repeats) = match args.repeats {
+        Some(RepeatsArg::Fixed(n)) => (Some(n), None),
+        Some(RepeatsArg::Auto) => (
+            None,
+            Some(AutoRule {
+                cap_s: args.repeats_cap.unwrap_or(llmprof_capture::AUTO_CAP_S),
+                ..AutoRule::default()
+            }),
+        ),
+        None => (None, None),
+    };
+    if args.repeats_cap.is_some() && auto_repeats.is_none() {
+        bail!("--repeats-cap applies to --repeats auto only");
+    }
     Ok(CaptureOptions {
         workload,
         mode: match args.mode {
@@ -49,7 +64,9 @@ fn options(args: &CaptureArgs) -> Result<CaptureOptions> {
             ModeArg::Standard => Mode::Standard,
             ModeArg::Deep => Mode::Deep,
         },
-        repeats: args.repeats,
+        repeats,
+        auto_repeats,
+        pin: !args.no_pin,
         device: args.device,
         out: args.out.clone(),
         timeout_s: args.timeout,

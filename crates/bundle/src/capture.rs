@@ -77,6 +77,52 @@ pub struct Capture {
     /// `graph` (one span per launch); `None` without an nsys pass or in older bundles.
     #[serde(default)]
     pub cuda_graph_trace: Option<String>,
+    /// `--repeats auto`: how many fresh baseline processes it took to bring each measured
+    /// stage's 95% confidence interval within the target, or why it stopped short; `None` for a
+    /// fixed `--repeats` and in older bundles.
+    #[serde(default)]
+    pub auto_repeats: Option<AutoRepeats>,
+}
+
+/// The outcome of `llmprof capture --repeats auto`: the baseline pass ran in fresh processes
+/// (`raw/baseline/`, `raw/baseline-2/`, ...) until the pooled 95% confidence interval of every
+/// measured stage's median — prefill and decode wall per iteration for a target, the whole
+/// command's wall for `--cmd` — was at most `target_pct` of that median on either side, or until
+/// the baseline passes had run `cap_s` seconds. The interval pools the variance between the
+/// processes (the spread of their medians, Student t) with the order-statistics interval of
+/// all iterations, whichever is wider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutoRepeats {
+    /// The half-width asked for, percent of the median (2).
+    pub target_pct: f64,
+    /// Seconds the baseline passes may take in all (`--repeats-cap`).
+    pub cap_s: u64,
+    /// `true` when every stage's half-width reached the target.
+    pub met: bool,
+    /// Baseline passes the rule added after those the plan lists.
+    pub rounds: u32,
+    /// Fresh processes the baseline iterations came from, in all.
+    pub processes: u32,
+    /// Measured baseline iterations (for `--cmd`: command runs), in all.
+    pub iterations: u64,
+    /// Seconds the baseline passes took, every process included.
+    pub baseline_s: f64,
+    /// Each measured stage's interval after the last round.
+    pub stages: Vec<StageCi>,
+}
+
+/// One measured stage's median and 95% confidence interval after a `--repeats auto` round.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageCi {
+    /// `prefill`, `decode`, or `command` for a `--cmd` workload.
+    pub stage: String,
+    /// Samples (iterations, or command runs).
+    pub n: u64,
+    pub median_ns: f64,
+    /// The interval's larger half-width, percent of the median; `None` with too few samples
+    /// for a 95% interval (fewer than 6 in one process).
+    #[serde(default)]
+    pub half_width_pct: Option<f64>,
 }
 
 /// One pass's `torch.compile` of the decode step, before its warm-up and outside every
@@ -238,6 +284,14 @@ pub struct Overhead {
     /// With more than one pair: the lowest and highest overhead of a single pair, percent.
     #[serde(default)]
     pub pair_range_pct: Option<[f64; 2]>,
+    /// What the two medians are medians of: `iterations` (a target's measured iterations, each
+    /// stage timed inside the process, warm-up excluded, in every pass), `stage windows` (a
+    /// `--cmd` workload's own stage windows from `stages.jsonl`, warm-up excluded) or `whole
+    /// process` (a `--cmd` workload's wall time, interpreter start-up and model load
+    /// included, so a profiler's start-up counts as overhead). `None` in bundles written before
+    /// this field.
+    #[serde(default)]
+    pub basis: Option<String>,
 }
 
 /// The machine and software a capture ran on.

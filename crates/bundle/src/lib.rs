@@ -103,6 +103,9 @@
 //!   *every* instance (`None` when they differ); bundles written before hold the first
 //!   instance's parent there, and paths of the capture host's working directory
 //!   (`/tmp/runs/.capture-…/raw/…`) where sources now say `raw/…`.
+//!   Also: `capture.auto_repeats` ([`AutoRepeats`], the outcome
+//!   of `--repeats auto`) and `capture.overhead[].basis` (what an overhead's medians are
+//!   medians of: iterations, a `--cmd` workload's stage windows, or whole processes).
 //!
 //! # CUDA graphs
 //!
@@ -144,8 +147,8 @@ pub use analysis::{
     ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole, StageWall,
 };
 pub use capture::{
-    Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries, Overhead,
-    PassRecord, StageEnergy, StageTimings, Window,
+    AutoRepeats, Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries,
+    Overhead, PassRecord, StageCi, StageEnergy, StageTimings, Window,
 };
 pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;

@@ -8,6 +8,8 @@
 //! artifacts and a [`llmprof_bundle::Capture`] record; [`assemble`] has ingest turn them into
 //! a bundle, and [`save`] writes the run through `llmprof-store`.
 
+mod cmd_timings;
+pub mod cpu;
 pub mod energy;
 pub mod nsys_export;
 pub mod nvml;
@@ -305,6 +307,11 @@ pub struct CaptureOptions {
     /// Overrides the target's `[run] repeats` (a `--cmd` workload runs once per pass unless
     /// given).
     pub repeats: Option<u64>,
+    /// `--repeats auto`: more fresh baseline processes until the confidence intervals are
+    /// narrow enough or the cap is reached; `None`: the baseline runs as planned.
+    pub auto_repeats: Option<AutoRule>,
+    /// Pin every pass's workload to the CPUs local to the GPU (not `--no-pin`).
+    pub pin: bool,
     pub device: u32,
     /// Seconds one pass may run (default: the target's `[run] timeout_s`, 3600 for `--cmd`).
     pub timeout_s: Option<u64>,
@@ -316,6 +323,29 @@ pub struct CaptureOptions {
     pub overrides: Vec<Override>,
     /// How the Nsight Systems pass traces CUDA graphs.
     pub cuda_graph_trace: GraphTraceLevel,
+}
+
+/// The stopping rule of `--repeats auto`: stop once every measured stage's 95% confidence
+/// interval reaches within `target_pct` of its median on either side, or once the baseline
+/// passes have taken `cap_s` seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AutoRule {
+    pub target_pct: f64,
+    pub cap_s: u64,
+}
+
+/// The half-width `--repeats auto` aims for, percent of the median.
+pub const AUTO_TARGET_PCT: f64 = 2.0;
+/// Seconds of baseline passes `--repeats auto` may spend unless `--repeats-cap` says otherwise.
+pub const AUTO_CAP_S: u64 = 600;
+
+impl Default for AutoRule {
+    fn default() -> Self {
+        AutoRule {
+            target_pct: AUTO_TARGET_PCT,
+            cap_s: AUTO_CAP_S,
+        }
+    }
 }
 
 /// `nsys profile --cuda-graph-trace`: `node` records every kernel a graph launch runs (the
@@ -350,6 +380,8 @@ pub struct Plan {
     pub nsys: Option<PathBuf>,
     pub ncu: Option<PathBuf>,
     pub nvml: Result<llmprof_bundle::EnvSnapshot, String>,
+    /// Where the workload runs: pinned to the GPU's local CPUs or not, and their facts.
+    pub cpu: cpu::CpuPlan,
     pub free_disk_bytes: Option<u64>,
     pub passes: Vec<&'static str>,
     /// Problems that stop passes from running, and how to fix them.
@@ -390,6 +422,7 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     let nsys = tools::find("nsys", "NSYS");
     let ncu = tools::find("ncu", "NCU");
     let nvml = nvml::snapshot(opts.device);
+    let cpu = cpu::CpuPlan::for_device(opts.device, opts.pin);
     let free_disk_bytes = free_disk(&opts.out);
     let mut passes = if target.is_some() {
         vec!["baseline", "flops", "kineto"]
@@ -466,6 +499,7 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
         nsys,
         ncu,
         nvml,
+        cpu,
         free_disk_bytes,
         passes,
         problems,
@@ -538,7 +572,7 @@ impl Plan {
             WorkloadSpec::Command(_) => String::new(),
         };
         let mut s = format!(
-            "target   {} ({})\nmodel    {}\ninputs   batch {}, prompt {} tokens, {} new tokens; {} warm-up + {} measured iterations\nmode     {} on GPU {}\n",
+            "target   {} ({})\nmodel    {}\ninputs   batch {}, prompt {} tokens, {} new tokens; {} warm-up + {} measured iterations per process\nmode     {} on GPU {}\n",
             t.name,
             path,
             match (&t.model.path, &t.model.config) {
@@ -572,6 +606,7 @@ impl Plan {
                 .collect();
             s.push_str(&format!("set      {}\n", set.join(", ")));
         }
+        self.describe_repeats(&mut s, "fresh baseline processes");
         s.push_str(&format!(
             "python   {}\n",
             match &self.python {
@@ -602,12 +637,26 @@ impl Plan {
             self.opts.device,
             self.opts.repeats.unwrap_or(1),
         );
+        self.describe_repeats(&mut s, "more baseline runs");
         s.push_str(
             "env      LLMPROF_PASS (baseline|kineto|nsys|ncu), LLMPROF_OUT_DIR, LLMPROF_STAGES; \
              LLMPROF_KINETO_OUT in the kineto pass\n",
         );
         self.describe_tools(&mut s);
         s
+    }
+
+    /// The `--repeats auto` line, when it is on.
+    fn describe_repeats(&self, s: &mut String, what: &str) {
+        if let Some(rule) = self.opts.auto_repeats {
+            s.push_str(&format!(
+                "repeats  auto: {what} after the planned passes until each measured stage's 95% \
+                 CI half-width is at most {}% of its median, or the baseline passes have taken \
+                 {} s (--repeats-cap)\n",
+                llmprof_report::fmt::pct(rule.target_pct),
+                rule.cap_s
+            ));
+        }
     }
 
     fn describe_tools(&self, s: &mut String) {
@@ -634,6 +683,7 @@ impl Plan {
                 Err(e) => e.clone(),
             }
         ));
+        s.push_str(&format!("cpu      {}\n", self.cpu.describe()));
         if let Some(f) = self.free_disk_bytes {
             s.push_str(&format!(
                 "disk     {:.1} GiB free\n",

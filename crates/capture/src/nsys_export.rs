@@ -75,6 +75,7 @@ pub fn export(
         stdout_to: None,
         log,
         timeout,
+        cpus: None,
     };
     let ran = process::run(&job, interrupt);
     let result = if out_sqlite.is_file() {

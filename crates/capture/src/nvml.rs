@@ -61,6 +61,24 @@ pub fn snapshot(index: u32) -> Result<EnvSnapshot, String> {
     })
 }
 
+/// CPU words NVML is asked for: 64 × 16 = 1024 CPUs, Linux's `CPU_SETSIZE`.
+const AFFINITY_WORDS: usize = 16;
+
+/// The CPUs NVML names as local to GPU `index` (its ideal CPU affinity: the cores of the NUMA
+/// node or socket the GPU hangs off), for pinning the workload.
+pub fn cpu_affinity(index: u32) -> Result<Vec<usize>, String> {
+    let nvml = Nvml::init().map_err(|e| format!("NVML unavailable: {e}"))?;
+    let dev = nvml
+        .device_by_index(index)
+        .map_err(|e| format!("GPU {index}: {e}"))?;
+    let words = dev
+        .cpu_affinity(AFFINITY_WORDS)
+        .map_err(|e| format!("NVML has no CPU affinity for GPU {index}: {e}"))?;
+    #[allow(clippy::useless_conversion)] // c_ulong is u64 on 64-bit Linux, u32 elsewhere
+    let words: Vec<u64> = words.into_iter().map(u64::from).collect();
+    Ok(crate::cpu::cpus_from_mask(&words))
+}
+
 /// A running sampler; [`Sampler::stop`] returns the series.
 #[derive(Debug)]
 pub struct Sampler {

@@ -3,8 +3,10 @@
 //! [`run`] prepares a [`Session`] (the working directory, the driver, how the workload starts),
 //! runs each pass of the plan in order through [`run_pass`] — what sets one kind of pass apart
 //! (the profiler it runs under, its output, what follows it) is in [`kinds`] — and then turns
-//! what the passes left into the capture record ([`record`]).
+//! what the passes left into the capture record ([`record`]). With `--repeats auto`, [`auto`]
+//! then adds baseline passes until the baseline's confidence intervals are narrow enough.
 
+mod auto;
 mod kinds;
 mod record;
 
@@ -65,6 +67,9 @@ pub fn run(
         if state.disk_full {
             break;
         }
+    }
+    if let Some(rule) = plan.opts.auto_repeats {
+        auto::run_rounds(&session, &mut state, rule, progress)?;
     }
     // Ctrl-C between two passes stops the capture as well.
     if interrupt.is_set() {
@@ -232,7 +237,7 @@ struct State {
     /// The nsys pass's SQLite export, once exported.
     nsys_sqlite: Option<PathBuf>,
     /// Passes the capture did not start (interrupted, or stopped at a full disk).
-    not_run: Vec<&'static str>,
+    not_run: Vec<String>,
     disk_full: bool,
 }
 
@@ -271,11 +276,11 @@ impl State {
 fn run_pass(
     s: &Session<'_>,
     st: &mut State,
-    pass: &'static str,
+    pass: &str,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), CaptureError> {
     if s.interrupt.is_set() || st.capture.interrupted {
-        st.not_run.push(pass);
+        st.not_run.push(pass.to_string());
         return Ok(());
     }
     let out = s.raw.join(pass);
@@ -309,7 +314,7 @@ fn run_pass(
 fn run_once(
     s: &Session<'_>,
     st: &mut State,
-    pass: &'static str,
+    pass: &str,
     i: u64,
     cmd: &PassCommand,
     progress: &mut dyn FnMut(&str),
@@ -331,6 +336,7 @@ fn run_once(
         stdout_to: cmd.stdout_to.as_deref(),
         log: &log,
         timeout: s.timeout,
+        cpus: s.plan.cpu.pinned.as_deref(),
     };
     let ran = process::run(&job, Some(s.interrupt));
     st.windows.push(Window {
@@ -354,11 +360,16 @@ fn run_once(
             .push(disk_full_message(&cmd.out, Some(&s.work_dir)));
         st.disk_full = true;
         let rest = s.plan.passes.iter().skip_while(|&&p| p != pass).skip(1);
-        st.not_run.extend(rest.copied());
+        st.not_run.extend(rest.map(|p| p.to_string()));
         return false;
     }
     true
 }
+
+/// The most measured iterations the kineto pass times, each under its own profiler session
+/// (the driver keeps the last one's trace): enough for a median against the baseline's, few
+/// enough that the sessions' trace processing stays short.
+const KINETO_REPEATS: u64 = 5;
 
 /// The driver's plan for one pass of a target.
 fn driver_plan(
@@ -393,7 +404,11 @@ fn driver_plan(
             "cache": t.optimize.cache.as_str(),
         },
         "warmup": t.run.warmup,
-        "repeats": if pass == "ncu" { 1 } else { repeats },
+        "repeats": match pass {
+            "ncu" => 1,
+            "kineto" => repeats.min(KINETO_REPEATS),
+            _ => repeats,
+        },
         "device": plan.opts.device,
     })
 }

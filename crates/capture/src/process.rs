@@ -6,6 +6,11 @@
 //! measured, nsys its report), SIGKILL after [`STOP_GRACE`] or at a second Ctrl-C — so no
 //! grandchild (the workload under nsys) outlives the capture. A command run with no
 //! [`Interrupt`] to watch stays in llmprof's group, so the terminal's Ctrl-C stops both.
+//!
+//! A job with CPUs to run on ([`Job::cpus`]) is spawned from a short-lived thread that first
+//! pins itself to them: the child inherits the affinity of the thread that forked it, so the
+//! whole process tree (the workload under `nsys`/`ncu` included) stays on those CPUs, with no
+//! `unsafe` `pre_exec` and no `taskset` on the command line.
 
 use std::io::Read;
 use std::path::Path;
@@ -24,6 +29,10 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
 #[cfg(test)]
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(2);
 
+/// How often a running child is polled: the resolution of a pass's wall time, which a `--cmd`
+/// workload's whole-process overhead and `--repeats auto` read.
+const POLL: Duration = Duration::from_millis(2);
+
 /// One command to run.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Job<'a> {
@@ -36,6 +45,8 @@ pub(crate) struct Job<'a> {
     /// Where stderr goes.
     pub log: &'a Path,
     pub timeout: Duration,
+    /// The CPUs the command (and everything it starts) runs on; `None`: wherever llmprof may.
+    pub cpus: Option<&'a [usize]>,
 }
 
 /// Why a command was stopped before it ended on its own.
@@ -119,8 +130,42 @@ fn spawn(job: &Job<'_>, own_group: bool) -> Result<Child, (String, Option<std::i
     }
     #[cfg(not(unix))]
     let _ = own_group;
+    match job.cpus {
+        Some(cpus) => spawn_pinned(&mut cmd, cpus),
+        None => cmd.spawn(),
+    }
+    .map_err(|e| (format!("cannot start `{exe}`: {e}"), Some(e.kind())))
+}
+
+/// Spawns `cmd` from a thread pinned to `cpus`, so the child inherits that affinity.
+#[cfg(target_os = "linux")]
+fn spawn_pinned(cmd: &mut Command, cpus: &[usize]) -> std::io::Result<Child> {
+    use nix::sched::{sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c).map_err(std::io::Error::from)?;
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                // Pid 0: this thread only; llmprof's other threads keep their affinity.
+                sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| {
+                    std::io::Error::other(format!(
+                        "cannot pin to CPUs {} ({e}); --no-pin runs unpinned",
+                        crate::cpu::format_list(cpus)
+                    ))
+                })?;
+                cmd.spawn()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the spawning thread panicked")))
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn spawn_pinned(cmd: &mut Command, _cpus: &[usize]) -> std::io::Result<Child> {
     cmd.spawn()
-        .map_err(|e| (format!("cannot start `{exe}`: {e}"), Some(e.kind())))
 }
 
 /// How the wait ended.
@@ -169,7 +214,7 @@ fn wait(
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(POLL);
     };
     Waited {
         status,
@@ -271,6 +316,7 @@ mod tests {
             stdout_to: None,
             log,
             timeout,
+            cpus: None,
         }
     }
 
@@ -284,6 +330,41 @@ mod tests {
         assert_eq!(ran.record.exit_code, Some(3));
         assert_eq!(ran.record.note.as_deref(), Some("exit 3: the reason"));
         assert_eq!(ran.stopped, Stopped::No);
+    }
+
+    /// The child (and what it starts) runs on the job's CPUs; llmprof's thread keeps its own.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pinned_job_runs_on_its_cpus() {
+        use nix::sched::sched_getaffinity;
+        use nix::unistd::Pid;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let before = sched_getaffinity(Pid::from_raw(0)).unwrap();
+        let Some(first) = (0..nix::sched::CpuSet::count()).find(|&c| before.is_set(c).unwrap())
+        else {
+            return;
+        };
+        let cmd = [
+            "sh",
+            "-c",
+            "sh -c 'grep Cpus_allowed_list /proc/self/status'",
+        ]
+        .map(String::from);
+        let cpus = [first];
+        let mut j = job(&cmd, &log, Duration::from_secs(60));
+        j.cpus = Some(&cpus);
+        let ran = run(&j, Some(&Interrupt::new()));
+        assert!(ran.record.ok, "{:?}", ran.record);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(text.trim(), format!("Cpus_allowed_list:\t{first}"));
+        assert_eq!(sched_getaffinity(Pid::from_raw(0)).unwrap(), before);
+        // A CPU beyond the set's size is a spawn error that names the remedy, not a panic.
+        let far = [usize::MAX];
+        j.cpus = Some(&far);
+        let ran = run(&j, None);
+        assert!(!ran.record.ok);
+        assert!(ran.record.note.unwrap().starts_with("cannot start `sh`"));
     }
 
     #[test]

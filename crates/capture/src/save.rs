@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use llmprof_bundle::{Bundle, Capture};
 use llmprof_ingest::{IngestRequest, Ingested};
+use llmprof_report::fmt;
 use llmprof_store::{retention, StoreError, RAW_DIR};
 
 use crate::{is_disk_full, CaptureError, CaptureOutput, Plan};
@@ -107,12 +108,18 @@ pub fn summary_lines(capture: &Capture) -> Vec<String> {
             } else {
                 "stage timings from it are inflated; --mode light avoids the Nsight Systems pass"
             };
+            let basis = match o.basis.as_deref() {
+                Some(b @ "whole process") => format!(" ({b}: start-up and model load included)"),
+                _ => String::new(),
+            };
             lines.push(format!(
-                "warning: the {} pass slowed {} by {:.0}% against the unprofiled baseline: {advice}",
+                "warning: the {} pass slowed {}{basis} by {:.0}% against the unprofiled baseline: \
+                 {advice}",
                 o.pass, o.stage, o.overhead_pct
             ));
         }
     }
+    lines.extend(capture.auto_repeats.as_ref().map(auto_line));
     for e in &capture.energy {
         lines.push(format!(
             "energy: {} {:.3} J per instance ({:.0} W mean){}",
@@ -125,6 +132,33 @@ pub fn summary_lines(capture: &Capture) -> Vec<String> {
     }
     lines.extend(capture.missing.iter().map(|m| format!("missing: {m}")));
     lines
+}
+
+/// `repeats auto: target met: ...` — what `--repeats auto` reached.
+fn auto_line(a: &llmprof_bundle::AutoRepeats) -> String {
+    let widths: Vec<String> = a
+        .stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s.stage,
+                fmt::opt(s.half_width_pct, |h| format!("±{}%", fmt::pct(h)))
+            )
+        })
+        .collect();
+    format!(
+        "repeats auto: target {} after {} added round{}: {} samples from {} processes in {}; \
+         95% CI {} of the median (target ±{}%)",
+        if a.met { "met" } else { "not met" },
+        a.rounds,
+        if a.rounds == 1 { "" } else { "s" },
+        a.iterations,
+        a.processes,
+        fmt::duration(a.baseline_s * 1e9),
+        widths.join(", "),
+        fmt::pct(a.target_pct)
+    )
 }
 
 /// A capture's run in the runs directory.
@@ -222,11 +256,32 @@ mod tests {
             overhead_pct: 100.0,
             pairs: 1,
             pair_range_pct: None,
+            basis: Some("iterations".into()),
         });
         c.missing.push("ncu".into());
+        c.auto_repeats = Some(llmprof_bundle::AutoRepeats {
+            target_pct: 2.0,
+            cap_s: 600,
+            met: true,
+            rounds: 3,
+            processes: 4,
+            iterations: 24,
+            baseline_s: 130.0,
+            stages: vec![llmprof_bundle::StageCi {
+                stage: "prefill".into(),
+                n: 24,
+                median_ns: 2e7,
+                half_width_pct: Some(1.84),
+            }],
+        });
         let lines = summary_lines(&c);
-        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("warning: the nsys pass slowed decode by 100%"));
-        assert_eq!(lines[1], "missing: ncu");
+        assert_eq!(
+            lines[1],
+            "repeats auto: target met after 3 added rounds: 24 samples from 4 processes in 130 \
+             s; 95% CI prefill ±1.8% of the median (target ±2.0%)"
+        );
+        assert_eq!(lines[2], "missing: ncu");
     }
 }

@@ -164,25 +164,67 @@ fn iterations(raw: &Path, dir: &str, name: &str, process: u32) -> Vec<Iteration>
     iters
 }
 
-/// Reads the timing files under `raw/<pass>/`: `baseline`, `kineto`, `nsys`, and the
-/// interleaved repeats `baseline-N` / `nsys-N` (N = 2, 3, ...), pooled per kind.
+/// The numbers N of the pass directories of `kind` under `raw/`, sorted: 1 for `raw/<kind>/`,
+/// N for `raw/<kind>-N/` (the interleaved overhead pairs and `--repeats auto`'s rounds).
+pub fn numbered_dirs(raw: &Path, kind: &str) -> Vec<u32> {
+    let mut ns: Vec<u32> = std::fs::read_dir(raw)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().is_dir())
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    if name == kind {
+                        return Some(1);
+                    }
+                    let n: u32 = name.strip_prefix(kind)?.strip_prefix('-')?.parse().ok()?;
+                    (n >= 2).then_some(n)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ns.sort_unstable();
+    ns
+}
+
+/// `kind` for N = 1, `kind-N` beyond.
+pub fn numbered_dir(kind: &str, n: u32) -> String {
+    if n == 1 {
+        kind.to_string()
+    } else {
+        format!("{kind}-{n}")
+    }
+}
+
+/// Every baseline directory's measured iterations, tagged with their process (N − 1).
+fn baseline_iterations(raw: &Path) -> Vec<(u32, Vec<Iteration>)> {
+    numbered_dirs(raw, "baseline")
+        .into_iter()
+        .map(|n| {
+            let dir = numbered_dir("baseline", n);
+            (n, iterations(raw, &dir, "baseline.json", n - 1))
+        })
+        .collect()
+}
+
+/// Reads the timing files under `raw/<pass>/`: `baseline`, `kineto`, `nsys`, and the fresh
+/// processes `baseline-N` / `nsys-N` (N = 2, 3, ...: interleaved overhead pairs, `--repeats
+/// auto` rounds), pooled per kind; `baseline-N` and `nsys-N` that both hold iterations pair up.
 pub fn read_all(raw: &Path) -> Timings {
-    let dir = |kind: &str, n: u32| {
-        if n == 1 {
-            kind.to_string()
-        } else {
-            format!("{kind}-{n}")
-        }
-    };
     let (mut base_all, mut nsys_all, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
-    for n in 1..=crate::MAX_OVERHEAD_REPEATS as u32 {
-        let b = iterations(raw, &dir("baseline", n), "baseline.json", n - 1);
-        let p = iterations(raw, &dir("nsys", n), "nsys_timing.json", n - 1);
+    for (n, b) in baseline_iterations(raw) {
+        let p = iterations(raw, &numbered_dir("nsys", n), "nsys_timing.json", n - 1);
         if let (Some(bs), Some(ps)) = (summarize(&b), summarize(&p)) {
             pairs.push((bs, ps));
         }
         base_all.extend(b);
-        nsys_all.extend(p);
+    }
+    for n in numbered_dirs(raw, "nsys") {
+        nsys_all.extend(iterations(
+            raw,
+            &numbered_dir("nsys", n),
+            "nsys_timing.json",
+            n - 1,
+        ));
     }
     let mut t = Timings {
         baseline: summarize(&base_all),
@@ -197,6 +239,30 @@ pub fn read_all(raw: &Path) -> Timings {
     }
     t
 }
+
+/// The baseline's per-iteration wall of each measured stage (`prefill`, `decode`), in ns, one
+/// group per fresh process (`raw/baseline/`, `raw/baseline-2/`, ...): what `--repeats auto`
+/// judges. A stage no iteration spent time in (no decode steps) is left out.
+pub fn baseline_groups(raw: &Path) -> Vec<(&'static str, Vec<Vec<f64>>)> {
+    let procs = baseline_iterations(raw);
+    let pick = |get: fn(&Iteration) -> Option<u64>| -> Vec<Vec<f64>> {
+        procs
+            .iter()
+            .map(|(_, its)| its.iter().filter_map(get).map(|v| v as f64).collect())
+            .filter(|g: &Vec<f64>| !g.is_empty())
+            .collect()
+    };
+    [
+        ("prefill", pick(|i| i.prefill_ns)),
+        ("decode", pick(|i| i.decode_ns)),
+    ]
+    .into_iter()
+    .filter(|(_, g)| g.iter().flatten().any(|&v| v > 0.0))
+    .collect()
+}
+
+/// [`Overhead::basis`] of a target's overheads: medians of measured iterations.
+pub const BASIS_ITERATIONS: &str = "iterations";
 
 fn stages(t: &StageTimings) -> [(&'static str, &Distribution); 3] {
     [
@@ -252,6 +318,7 @@ impl Timings {
                     overhead_pct,
                     pairs,
                     pair_range_pct,
+                    basis: Some(BASIS_ITERATIONS.into()),
                 });
             }
         }

@@ -263,6 +263,7 @@ mod tests {
                 gpu_start_ns: None,
                 gpu_end_ns: None,
                 gpu_busy_ns: 0,
+                warmup: false,
             })
             .collect();
         b.stages.push(Stage {
@@ -271,6 +272,7 @@ mod tests {
             name: "decode".into(),
             kind: StageKind::PushPop,
             parent: None,
+            parents: Vec::new(),
             depth: 0,
             instances: gemm.len() as u64,
             wall_ns: 0,

@@ -31,9 +31,22 @@
 //! its bindings with bindgen at build time and so needs libclang on the build machine). Under
 //! `llmprof capture --cmd`, `LLMPROF_PASS` names the pass ([`pass`]) and `LLMPROF_STAGES` the
 //! stages the user asked for ([`requested_stages`]).
+//!
+//! Under `llmprof capture --cmd` (`LLMPROF_OUT_DIR` set) every stage also appends its host
+//! wall-clock window to `$LLMPROF_OUT_DIR/stages.jsonl` when its guard drops, one JSON object a
+//! line: `{"stage":"prefill","start_ns":…,"end_ns":…,"pid":…}`, ns since the Unix epoch (the
+//! clock of llmprof's NVML sampler). llmprof compares the profiled passes with the baseline
+//! stage by stage from these windows instead of whole-process walls, which hold interpreter
+//! start-up and model load ([`WINDOWS_FILE`]). Any workload may write the same lines; a failed
+//! write is ignored, never a crash.
 
 use std::cell::RefCell;
+use std::fs::File;
+use std::io::Write;
 use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::{Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The prompt's forward pass (and the first token).
 pub const PREFILL: &str = "prefill";
@@ -41,6 +54,51 @@ pub const PREFILL: &str = "prefill";
 pub const DECODE: &str = "decode";
 /// Prefix of warm-up ranges, which analysis excludes.
 pub const WARMUP_PREFIX: &str = "warmup_";
+
+/// The file in `$LLMPROF_OUT_DIR` that receives each stage's window, one JSON line per stage
+/// instance.
+pub const WINDOWS_FILE: &str = "stages.jsonl";
+
+/// `$LLMPROF_OUT_DIR/stages.jsonl`, opened for appending on first use; `None` outside llmprof
+/// or when it cannot be opened.
+fn sink() -> Option<&'static Mutex<File>> {
+    static SINK: OnceLock<Option<Mutex<File>>> = OnceLock::new();
+    SINK.get_or_init(|| {
+        let dir = std::env::var_os("LLMPROF_OUT_DIR").filter(|d| !d.is_empty())?;
+        open_windows(Path::new(&dir)).map(Mutex::new)
+    })
+    .as_ref()
+}
+
+/// `dir/stages.jsonl` opened for appending (so the runs of one pass share it).
+fn open_windows(dir: &Path) -> Option<File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(WINDOWS_FILE))
+        .ok()
+}
+
+/// ns since the Unix epoch.
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// One line of `stages.jsonl`.
+fn window_line(stage: &str, start_ns: i64, end_ns: i64, pid: u32) -> String {
+    let mut name = String::with_capacity(stage.len() + 2);
+    for c in stage.chars() {
+        match c {
+            '"' => name.push_str("\\\""),
+            '\\' => name.push_str("\\\\"),
+            c if (c as u32) < 0x20 => name.push_str(&format!("\\u{:04x}", c as u32)),
+            c => name.push(c),
+        }
+    }
+    format!("{{\"stage\":\"{name}\",\"start_ns\":{start_ns},\"end_ns\":{end_ns},\"pid\":{pid}}}\n")
+}
 
 thread_local! {
     /// The stages open on this thread, innermost last (NVTX push/pop ranges are per thread).
@@ -62,6 +120,8 @@ pub fn stage_name(stage: &str, warmup: bool) -> String {
 #[must_use = "the stage ends when this guard is dropped"]
 pub struct Stage {
     name: String,
+    /// When it opened, ns since the Unix epoch.
+    start_ns: i64,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -74,6 +134,7 @@ impl Stage {
         OPEN.with(|o| o.borrow_mut().push(name.clone()));
         Stage {
             name,
+            start_ns: now_ns(),
             _not_send: PhantomData,
         }
     }
@@ -91,6 +152,12 @@ impl Stage {
 
 impl Drop for Stage {
     fn drop(&mut self) {
+        if let Some(file) = sink() {
+            let line = window_line(&self.name, self.start_ns, now_ns(), std::process::id());
+            if let Ok(mut f) = file.lock() {
+                let _ = f.write_all(line.as_bytes());
+            }
+        }
         nvtx::range_pop!();
         OPEN.with(|o| {
             let mut o = o.borrow_mut();
@@ -161,6 +228,30 @@ mod tests {
         // NUL bytes cannot reach NVTX.
         let s = stage("de\0code");
         assert_eq!(s.name(), "decode");
+    }
+
+    /// The lines llmprof's `--cmd` overhead reads, appended by each run of a pass.
+    #[test]
+    fn windows_are_json_lines_appended_to_the_pass_directory() {
+        assert_eq!(
+            window_line("prefill", 10, 25, 7),
+            "{\"stage\":\"prefill\",\"start_ns\":10,\"end_ns\":25,\"pid\":7}\n"
+        );
+        assert_eq!(
+            window_line("a\"b\\c\nd", 0, 1, 1),
+            "{\"stage\":\"a\\\"b\\\\c\\u000ad\",\"start_ns\":0,\"end_ns\":1,\"pid\":1}\n"
+        );
+        let dir = std::env::temp_dir().join(format!("llmprof-stages-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for run in 0..2 {
+            let mut f = open_windows(&dir).unwrap();
+            f.write_all(window_line("decode", run, run + 5, 1).as_bytes())
+                .unwrap();
+        }
+        let text = std::fs::read_to_string(dir.join(WINDOWS_FILE)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        assert!(now_ns() > 1_600_000_000_000_000_000);
     }
 
     #[test]

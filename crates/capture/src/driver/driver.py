@@ -7,8 +7,9 @@ The Rust side (llmprof capture) embeds this file and runs it with the target's i
 per pass, each time in a fresh process:
 
   baseline  no profiler, no stage markers: host timings of `repeats` iterations -> baseline.json
-  kineto    one iteration under torch.profiler (CPU + CUDA) -> kineto_trace.json,
-            kineto_timing.json
+  kineto    every iteration (warm-up too) under its own torch.profiler session (CPU + CUDA):
+            `repeats` timed iterations -> kineto_timing.json, the last one's trace ->
+            kineto_trace.json
   nsys      `repeats` iterations with NVTX stage ranges (run under `nsys profile`)
             -> nsys_timing.json
   flops     one iteration under FlopCounterMode, FLOPs per stage -> flops.json
@@ -34,6 +35,7 @@ torch, no CUDA); 3 crash during the run (what was measured so far is still writt
 
 import contextlib
 import datetime
+import gc
 import json
 import os
 import platform
@@ -169,7 +171,7 @@ class Plan:
             self.modules[name] = path
 
         self.warmup = _int(raw, "warmup", "plan", 2, 0)
-        self.repeats = _int(raw, "repeats", "plan", 3, 1)
+        self.repeats = _int(raw, "repeats", "plan", 6, 1)
         self.device = _int(raw, "device", "plan", 0, 0)
         self.warmup_decode_steps = _int(raw, "warmup_decode_steps", "plan",
                                         self.max_new_tokens, 0)
@@ -954,9 +956,11 @@ def summarize(iterations):
     return out
 
 
-def run_timed(ctx, runner, file_name, repeats, profile_cm=None):
-    """Warm-up, then `repeats` measured iterations (under profile_cm when given)."""
+def run_timed(ctx, runner, file_name, repeats, session=None):
+    """Warm-up, then `repeats` measured iterations; each iteration inside `session()` when
+    given (a fresh profiler session per iteration), outside its timing."""
     plan, meta = ctx["plan"], ctx["meta"]
+    session = session or contextlib.nullcontext
     doc = {
         "pass": plan.pass_name,
         "complete": False,
@@ -980,15 +984,15 @@ def run_timed(ctx, runner, file_name, repeats, profile_cm=None):
         log(f"warm-up {i + 1}/{plan.warmup}")
         rec = {}
         doc["warmup_iterations"].append(rec)
-        runner.iteration(plan.warmup_decode_steps, rec)
+        with session():
+            runner.iteration(plan.warmup_decode_steps, rec)
     runner.warm = False
 
-    cm = profile_cm if profile_cm is not None else contextlib.nullcontext()
-    with cm:
-        for i in range(repeats):
-            log(f"measured {i + 1}/{repeats}")
-            rec = {}
-            doc["iterations"].append(rec)
+    for i in range(repeats):
+        log(f"measured {i + 1}/{repeats}")
+        rec = {}
+        doc["iterations"].append(rec)
+        with session():
             runner.iteration(plan.max_new_tokens, rec)
     doc["summary"] = summarize(doc["iterations"])
     doc["complete"] = True
@@ -1088,6 +1092,30 @@ def pass_nsys(ctx, runner):
     run_timed(ctx, runner, "nsys_timing.json", plan.repeats)
 
 
+class ProfilerSessions:
+    """A fresh torch.profiler session per iteration, warm-up included: the profiler's start-up
+    in this process (CUPTI's initialisation, the first session's skew) falls on the warm-up
+    sessions, so every measured iteration is timed under a profiler past its start-up, like the
+    baseline's steady iterations, while the trace holds one iteration. Each session is closed
+    (its events processed) outside the iteration's timing; the last one is kept for export."""
+
+    def __init__(self, make):
+        self.make = make
+        self.last = None
+        self.count = 0
+
+    @contextlib.contextmanager
+    def __call__(self):
+        # Free the previous session's events before the next iteration, not during it.
+        self.last = None
+        gc.collect()
+        prof = self.make()
+        with prof:
+            yield
+        self.last = prof
+        self.count += 1
+
+
 def pass_kineto(ctx, runner):
     torch, plan = ctx["torch"], ctx["plan"]
     from torch.profiler import ProfilerActivity, profile
@@ -1096,15 +1124,25 @@ def pass_kineto(ctx, runner):
     warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
     acts = [ProfilerActivity.CPU] if cpu_test_mode() else [ProfilerActivity.CPU,
                                                            ProfilerActivity.CUDA]
-    prof = profile(activities=acts, record_shapes=True)
-    run_timed(ctx, runner, "kineto_timing.json", 1, profile_cm=prof)
+    sessions = ProfilerSessions(lambda: profile(activities=acts, record_shapes=True))
+    run_timed(ctx, runner, "kineto_timing.json", plan.repeats, session=sessions)
+    meta = ctx["meta"]
+    meta.note(f"kineto: each of the {plan.warmup} warm-up and {plan.repeats} measured "
+              "iterations ran under its own torch.profiler session (the profiler's start-up "
+              "falls on the warm-up); kineto_timing.json times the measured ones, "
+              "kineto_trace.json holds the last")
+    # The trace holds one measured iteration.
+    steps = [plan.max_new_tokens] if plan.max_new_tokens > 0 else []
+    meta.pass_record()["decode_steps"] = steps
+    meta.data["decode_steps"] = steps
+    meta.pass_record()["profiler_sessions"] = sessions.count
     trace = os.path.join(plan.out_dir, "kineto_trace.json")
     log("exporting kineto_trace.json")
     t0 = time.perf_counter()
-    prof.export_chrome_trace(trace)
+    sessions.last.export_chrome_trace(trace)
     log(f"wrote kineto_trace.json ({os.path.getsize(trace) / 1e6:.1f} MB, "
         f"{time.perf_counter() - t0:.1f} s)")
-    ctx["meta"].pass_record()["trace"] = "kineto_trace.json"
+    meta.pass_record()["trace"] = "kineto_trace.json"
 
 
 def pass_flops(ctx, runner):

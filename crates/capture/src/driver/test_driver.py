@@ -65,7 +65,7 @@ class PlanChecks(unittest.TestCase):
         del p["inputs"]["batch_size"], p["inputs"]["seed"]
         pl = driver.Plan(p)
         got = (pl.warmup, pl.repeats, pl.device, pl.batch_size, pl.seed)
-        self.assertEqual(got, (2, 3, 0, 1, 0))
+        self.assertEqual(got, (2, 6, 0, 1, 0))
         self.assertEqual(pl.warmup_decode_steps, 3)
         self.assertEqual(pl.modules, {})
         self.assertFalse(pl.sync_each_step)
@@ -155,7 +155,14 @@ class CpuRun(unittest.TestCase):
             self.assertEqual(set(meta["passes"]), {"baseline", "kineto", "nsys", "flops"})
             self.assertTrue(all(r["finished"] for r in meta["passes"].values()))
             self.assertEqual(meta["passes"]["nsys"]["decode_steps"], [3, 3])
+            # The kineto pass times every measured iteration, each in its own profiler
+            # session after the warm-up's; its trace holds one iteration.
             self.assertEqual(meta["passes"]["kineto"]["decode_steps"], [3])
+            self.assertEqual(meta["passes"]["kineto"]["profiler_sessions"], 1 + 2)
+            with open(os.path.join(out, "kineto_timing.json"), encoding="utf-8") as f:
+                kin = json.load(f)
+            self.assertEqual((len(kin["warmup_iterations"]), len(kin["iterations"])), (1, 2))
+            self.assertTrue(all(it["decode_ns"] > 0 for it in kin["iterations"]))
             self.assertEqual(meta["prefill_logits"], 1)
             self.assertEqual(meta["image_tokens"], 0)
             self.assertEqual(meta["counted_flops_source"], driver.FLOPS_SOURCE)

@@ -6,13 +6,13 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries, Overhead, PassRecord};
+use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries};
 use llmprof_store::retention;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::{CaptureOutput, Session, State};
-use crate::{nsys_export, timings, CaptureError, Mode, Plan, Target};
+use crate::{cmd_timings, timings, CaptureError, Mode, Plan, Target};
 
 /// What the capture records before any pass runs: the target (overrides applied) or the
 /// command, the mode, and how nsys will trace CUDA graphs.
@@ -62,7 +62,7 @@ pub(super) fn finish(
             st.nsys_sqlite.is_some(),
         )?),
         None => {
-            command_results(capture, nvml.as_mut(), &st.windows, kineto.is_some());
+            command_results(s, capture, nvml.as_mut(), &st.windows, kineto.is_some());
             None
         }
     };
@@ -126,7 +126,8 @@ fn traces(s: &Session<'_>, st: &mut State) -> (Option<PathBuf>, Option<PathBuf>)
             .map(|t| t.lines().any(|l| l.starts_with("\"ID\"")))
             .unwrap_or(false)
     });
-    if s.plan.passes.contains(&"ncu") && ncu_csv.is_none() && !st.not_run.contains(&"ncu") {
+    if s.plan.passes.contains(&"ncu") && ncu_csv.is_none() && !st.not_run.iter().any(|p| p == "ncu")
+    {
         capture.missing.push(
             "Nsight Compute profiled no kernel (no table in raw/ncu/ncu_decode_raw.csv; see \
              raw/ncu/stderr.log)"
@@ -136,12 +137,19 @@ fn traces(s: &Session<'_>, st: &mut State) -> (Option<PathBuf>, Option<PathBuf>)
     (kineto, ncu_csv)
 }
 
-/// The GPU and driver as NVML sees them, llmprof's version, the versions the driver reported,
-/// and the profilers' versions.
+/// The GPU and driver as NVML sees them, the CPUs the workload ran on (pinning, model,
+/// governor, frequency), llmprof's version, the versions the driver reported, and the
+/// profilers' versions.
 fn environment(s: &Session<'_>, capture: &mut Capture) {
     let plan = s.plan;
     capture.snapshot = crate::nvml::snapshot(plan.opts.device).unwrap_or_default();
     capture.snapshot.llmprof = env!("CARGO_PKG_VERSION").into();
+    let cpu = &plan.cpu;
+    capture.snapshot.cpu = cpu.model.clone();
+    capture.snapshot.cpu_governor = cpu.governor.clone();
+    capture.snapshot.cpu_mhz = cpu.mhz;
+    capture.snapshot.pinned_cpus = cpu.pinned.as_deref().map(crate::cpu::format_list);
+    capture.snapshot.pin_note = cpu.note.clone();
     timings::versions_into(&s.raw, &mut capture.snapshot);
     if let Some(n) = &plan.nsys {
         if let Some(v) = crate::tools::version(n, &["--version"]) {
@@ -216,15 +224,17 @@ fn write_metadata(
     Ok(metadata)
 }
 
-/// A `--cmd` workload's overhead (whole-command wall times) and energy over the baseline runs
-/// that succeeded.
+/// A `--cmd` workload's overhead (per stage from its stage windows, else whole-command wall
+/// times) and energy over the baseline runs that succeeded.
 fn command_results(
+    s: &Session<'_>,
     capture: &mut Capture,
     nvml: Option<&mut NvmlSeries>,
     windows: &[llmprof_bundle::Window],
     kineto_traced: bool,
 ) {
-    capture.overhead = command_overhead(&capture.passes, kineto_traced);
+    capture.overhead =
+        cmd_timings::overhead(&s.raw, &capture.passes, &capture.stage_names, kineto_traced);
     let Some(series) = nvml else {
         return;
     };
@@ -304,38 +314,6 @@ fn energy_into(
     });
 }
 
-/// `--cmd`: each profiled pass's wall time against the median of the baseline runs (the whole
-/// command, start-up included: the host cannot see the workload's stages).
-/// The kineto pass counts only when the workload wrote a trace (else it ran unprofiled).
-fn command_overhead(passes: &[PassRecord], kineto_traced: bool) -> Vec<Overhead> {
-    let mut base: Vec<u64> = passes
-        .iter()
-        .filter(|p| p.ok && p.name.starts_with("baseline"))
-        .map(|p| p.wall_ns)
-        .collect();
-    let b = llmprof_bundle::Distribution::from_samples(&mut base);
-    if b.count == 0 || b.median_ns <= 0.0 {
-        return Vec::new();
-    }
-    passes
-        .iter()
-        .filter(|p| {
-            // `nsys-export` converts the report afterwards; it ran no workload.
-            let nsys = crate::pass_kind(&p.name) == "nsys" && p.name != nsys_export::PASS_NAME;
-            p.ok && (nsys || p.name == "kineto" && kineto_traced)
-        })
-        .map(|p| Overhead {
-            pass: p.name.clone(),
-            stage: "command".into(),
-            baseline_median_ns: b.median_ns,
-            profiled_median_ns: p.wall_ns as f64,
-            overhead_pct: (p.wall_ns as f64 - b.median_ns) / b.median_ns * 100.0,
-            pairs: 1,
-            pair_range_pct: None,
-        })
-        .collect()
-}
-
 /// Every file under `raw/` with its size and sha256.
 fn manifest(work_dir: &Path, raw: &Path) -> Vec<ManifestEntry> {
     let files = llmprof_store::files_under(raw);
@@ -362,33 +340,4 @@ fn manifest(work_dir: &Path, raw: &Path) -> Vec<ManifestEntry> {
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pass(name: &str, wall_ns: u64) -> PassRecord {
-        PassRecord {
-            name: name.into(),
-            command: Vec::new(),
-            exit_code: Some(0),
-            wall_ns,
-            ok: true,
-            note: None,
-        }
-    }
-
-    #[test]
-    fn the_nsys_export_is_not_a_profiled_pass() {
-        let passes = [
-            pass("baseline", 100),
-            pass("nsys", 130),
-            pass(nsys_export::PASS_NAME, 5),
-        ];
-        let rows = command_overhead(&passes, false);
-        let names: Vec<&str> = rows.iter().map(|o| o.pass.as_str()).collect();
-        assert_eq!(names, ["nsys"]);
-        assert!((rows[0].overhead_pct - 30.0).abs() < 1e-9);
-    }
 }

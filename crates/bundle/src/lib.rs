@@ -85,6 +85,12 @@
 //!   `graphs`, `graph_ns`, `graph_kernels`, `graph_launches` and `graph_trace`, the timeline's
 //!   kernels the `graph` and `graph_node` columns. All have defaults, so version-3 bundles read
 //!   unchanged; a version-3 reader refuses version 4 (the new enum values).
+//!   Later additive fields, same version: `nvml.measured_interval_ms`, `.power_update_ms`,
+//!   `.energy_update_ms` (NVML's resolution read from the series), `nvml.power_gaps` and
+//!   `.energy_gaps` (failed reads: 0 in the column, no reading), `capture.energy[].windows`,
+//!   `.updates_per_window` and `.withheld` (J/token withheld for windows shorter than two NVML
+//!   refreshes; prefill from a loop of back-to-back prefills), and
+//!   `capture.baseline.sub_stages[]` ([`SubStageTiming`]: sub-stages timed by CUDA events).
 //!
 //! # CUDA graphs
 //!
@@ -125,7 +131,7 @@ pub use analysis::{
 };
 pub use capture::{
     Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries, Overhead,
-    PassRecord, StageEnergy, StageTimings, Window,
+    PassRecord, StageEnergy, StageTimings, SubStageTiming, Window,
 };
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};

@@ -381,6 +381,18 @@ fn nvml_samples_land_on_the_timeline_through_its_epoch() {
     .unwrap();
     assert_eq!(lines[0], ("Power".to_string(), "105 W".to_string()));
 
+    // A failed power read is a gap: no 0 W point on the power lane, the other lanes keep it.
+    let mut gap = nv.clone();
+    gap.power_mw[5] = 0;
+    gap.power_gaps = vec![5];
+    let mut with_gap = bundle.clone();
+    with_gap.nvml = Some(gap);
+    let run = Run::new(&with_gap, timeline.clone()).unwrap();
+    let (power, clock) = (&run.counters[0], &run.counters[1]);
+    assert_eq!(power.t.len() + 1, clock.t.len());
+    assert!(!power.t.contains(&0.0) && clock.t.contains(&0.0));
+    assert!(power.v.iter().all(|&w| w >= 100.0), "{:?}", power.v);
+
     // A timeline without its epoch shows no counters and says why.
     let mut no_epoch = timeline;
     no_epoch.t0_epoch_ns = None;

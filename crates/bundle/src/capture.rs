@@ -7,18 +7,31 @@
 //!
 //! [`Capture::energy`] holds one [`StageEnergy`] per stage of the unprofiled baseline pass. The
 //! workload records each stage instance's window on the host's wall clock (ns since the Unix
-//! epoch, the clock [`NvmlSeries::t_ns`] uses); capture integrates the power samples over each
+//! epoch, the clock [`NvmlSeries::t_ns`] uses); capture integrates the power readings over each
 //! window with the trapezoid rule on the piecewise-linear power curve (linear interpolation
-//! between samples, clipped at the window's ends) and averages over the measured instances.
-//! At the default 20 ms sampling a prefill window holds a few samples and a decode *step* none:
-//! decode steps are not resolved one by one, the decode stage is integrated over the union of
-//! its windows and divided by its steps for J/token. J/token is prefill J per prompt token
-//! (text plus image tokens, times the batch) and decode J per generated token (decode steps
-//! times the batch). [`NvmlSeries::power_source`] says whether the power is NVML's instant
-//! reading or its 1 s average (Ampere and newer average `nvmlDeviceGetPowerUsage` over 1 s,
-//! which smears short stages); [`StageEnergy::counter_energy_j`] repeats the integral with
-//! NVML's total-energy counter as a cross-check. These fields are additive (serde defaults):
-//! bundles written before them read with no energy.
+//! between readings, clipped at the window's ends) and averages over the measured instances.
+//! A failed read is a gap ([`NvmlSeries::power_gaps`]), never a 0 W sample: a window that
+//! touches one is left out, as is one the readings do not cover. Decode steps are not resolved
+//! one by one: the decode stage is integrated over the whole decode loop and divided by its
+//! steps for J/token. J/token is prefill J per prompt token (text plus image tokens, times the
+//! batch) and decode J per generated token (decode steps times the batch).
+//!
+//! NVML refreshes power and its energy counter less often than it is sampled (every ~100 ms on
+//! the H100 and H200 hosts, sampled every 24.3 ms); the series records both periods as read
+//! from its own samples ([`NvmlSeries::measured_interval_ms`], [`NvmlSeries::power_update_ms`],
+//! [`NvmlSeries::energy_update_ms`]). A window shorter than two refreshes holds one or two
+//! readings, so its J/token is withheld ([`StageEnergy::withheld`] says why;
+//! [`StageEnergy::updates_per_window`] how many refreshes it spans). For prefill, whose windows
+//! are that short, the baseline pass runs back-to-back prefills for about 2 s after its
+//! measured iterations; that one window gives the prefill row ([`StageEnergy::windows`] is
+//! `loop`, `instances` the prefills in it) whenever it is long enough.
+//!
+//! [`NvmlSeries::power_source`] says whether the power is NVML's instant reading or its 1 s
+//! average (Ampere and newer average `nvmlDeviceGetPowerUsage` over 1 s, which smears short
+//! stages); it is chosen when sampling starts and kept, so one series never mixes the two.
+//! [`StageEnergy::counter_energy_j`] repeats the integral with NVML's total-energy counter as a
+//! cross-check. These fields are additive (serde defaults): bundles written before them read
+//! with no energy, no resolution fields and no gaps.
 //!
 //! With `llmprof capture --cmd` the workload's stages are unknown to the host, so the one row
 //! is the whole command (stage `command`) and has no J/token.
@@ -201,6 +214,20 @@ pub struct StageEnergy {
     /// the GPU has the counter: a cross-check of the power integral.
     #[serde(default)]
     pub counter_energy_j: Option<f64>,
+    /// Which windows were integrated: `iterations` (each measured iteration's stage window) or
+    /// `loop` (one window over back-to-back prefills the baseline pass ran for energy alone,
+    /// after its measured iterations; `instances` and `wall_ns` are then per prefill). Empty in
+    /// bundles written before this field (`iterations`).
+    #[serde(default)]
+    pub windows: String,
+    /// NVML refreshes one window spans: its wall over the slower of the power refresh period
+    /// ([`NvmlSeries::power_update_ms`]) and the sampling period; `None` when neither is known.
+    #[serde(default)]
+    pub updates_per_window: Option<f64>,
+    /// Why `j_per_token` is `None` although `tokens` is known: the window spans fewer than two
+    /// NVML refreshes, so its energy rests on one or two readings. `None` when it is given.
+    #[serde(default)]
+    pub withheld: Option<String>,
 }
 
 /// One pass of the capture: the workload run once more, under one profiler (or none).
@@ -248,6 +275,32 @@ pub struct StageTimings {
     /// written before this field.
     #[serde(default)]
     pub processes: u32,
+    /// The baseline pass's sub-stages (`[stages.modules]`), timed on the GPU: CUDA events
+    /// recorded at each module's forward pre- and post-hook, read after the enclosing stage's
+    /// closing synchronize, so the pass is not synchronized at sub-stage boundaries and its
+    /// prefill and decode times stay the headline ones. Empty for profiled passes, targets
+    /// without sub-stages and bundles written before this field.
+    #[serde(default)]
+    pub sub_stages: Vec<SubStageTiming>,
+}
+
+/// One sub-stage of the baseline pass, inside one top-level stage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubStageTiming {
+    /// The sub-stage's name (`sam`, `vision_encoder`).
+    pub name: String,
+    /// The stage it ran in: `prefill` or `decode`.
+    pub stage: String,
+    /// GPU time of one instance: from the moment the GPU reached the module's forward to the
+    /// moment it finished it (elapsed time between the two CUDA events), so GPU idle time
+    /// waiting for the host's launches counts, as it does in the stage's wall time.
+    pub instance: Distribution,
+    /// The sub-stage's GPU time per measured iteration (its instances in that iteration
+    /// added up): the number to set against that stage's wall time.
+    pub per_iteration: Distribution,
+    /// How it was timed (`CUDA events at the module's forward hooks`, or host time in the
+    /// driver's CPU test mode).
+    pub source: String,
 }
 
 /// One measured iteration of a timed pass, on the host clock.
@@ -382,6 +435,46 @@ pub struct NvmlSeries {
     /// GPU has no counter (older than Volta) or in bundles written before this field.
     #[serde(default)]
     pub energy_mj: Vec<u64>,
+    /// The sampler's real period: the median interval between successive `t_ns`, ms. It is
+    /// the nominal `interval_ms` plus what NVML's reads take where the sampler sleeps after
+    /// them (24.3 ms for a nominal 20 on the H100 and H200 hosts). `None` in bundles written
+    /// before this field or with fewer than two samples.
+    #[serde(default)]
+    pub measured_interval_ms: Option<f64>,
+    /// How often NVML refreshed `power_mw`, detected from the data: the median interval between
+    /// the samples at which the value changed, ms (about 100 ms on the H100 and H200 hosts
+    /// although they were sampled every 24 ms). Close to `measured_interval_ms` when the value
+    /// changed at almost every sample: NVML then refreshes at least as often as it was sampled.
+    /// `None` with fewer than three changes or in bundles written before this field.
+    #[serde(default)]
+    pub power_update_ms: Option<f64>,
+    /// The same for the total-energy counter `energy_mj`.
+    #[serde(default)]
+    pub energy_update_ms: Option<f64>,
+    /// Indices into `t_ns` (ascending) of the samples whose power read failed. `power_mw` holds 0 there only
+    /// to keep the columns aligned: it is no reading, and energy integration, charts and the
+    /// viewer skip it. A failed read is never filled in with the other power source, so one
+    /// series is all `power_source`. Empty when every read succeeded and in older bundles.
+    #[serde(default)]
+    pub power_gaps: Vec<u32>,
+    /// Indices into `t_ns` (ascending) of the samples whose total-energy counter read failed (`energy_mj`
+    /// holds 0 there, no reading); empty when every read succeeded and in older bundles.
+    #[serde(default)]
+    pub energy_gaps: Vec<u32>,
+}
+
+impl NvmlSeries {
+    /// Whether sample `i` holds a power reading (not a failed read, and inside the columns).
+    pub fn has_power(&self, i: usize) -> bool {
+        i < self.power_mw.len()
+            && u32::try_from(i).is_ok_and(|i| self.power_gaps.binary_search(&i).is_err())
+    }
+
+    /// Whether sample `i` holds a total-energy counter reading.
+    pub fn has_energy(&self, i: usize) -> bool {
+        i < self.energy_mj.len()
+            && u32::try_from(i).is_ok_and(|i| self.energy_gaps.binary_search(&i).is_err())
+    }
 }
 
 /// A named time window on the NVML clock.

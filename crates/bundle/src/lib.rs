@@ -106,6 +106,12 @@
 //!   Also: `capture.auto_repeats` ([`AutoRepeats`], the outcome
 //!   of `--repeats auto`) and `capture.overhead[].basis` (what an overhead's medians are
 //!   medians of: iterations, a `--cmd` workload's stage windows, or whole processes).
+//!   Also: `nvml.measured_interval_ms`, `.power_update_ms`,
+//!   `.energy_update_ms` (NVML's resolution read from the series), `nvml.power_gaps` and
+//!   `.energy_gaps` (failed reads: 0 in the column, no reading), `capture.energy[].windows`,
+//!   `.updates_per_window` and `.withheld` (J/token withheld for windows shorter than two NVML
+//!   refreshes; prefill from a loop of back-to-back prefills), and
+//!   `capture.baseline.sub_stages[]` ([`SubStageTiming`]: sub-stages timed by CUDA events).
 //!
 //! # CUDA graphs
 //!
@@ -148,7 +154,7 @@ pub use analysis::{
 };
 pub use capture::{
     AutoRepeats, Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries,
-    Overhead, PassRecord, StageCi, StageEnergy, StageTimings, Window,
+    Overhead, PassRecord, StageCi, StageEnergy, StageTimings, SubStageTiming, Window,
 };
 pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;

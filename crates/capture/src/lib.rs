@@ -15,6 +15,7 @@ pub mod nsys_export;
 pub mod nvml;
 mod passes;
 mod process;
+pub mod resolution;
 mod save;
 pub mod target;
 mod timings;

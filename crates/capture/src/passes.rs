@@ -410,8 +410,14 @@ fn driver_plan(
             _ => repeats,
         },
         "device": plan.opts.device,
+        "prefill_energy_s": if pass == "baseline" { PREFILL_ENERGY_S } else { 0.0 },
     })
 }
+
+/// Seconds of back-to-back prefills the (first) baseline pass runs after its measured
+/// iterations, so prefill energy is measured over a window of about 20 NVML refreshes rather
+/// than the one or none a single prefill holds (`energy`).
+const PREFILL_ENERGY_S: f64 = 2.0;
 
 /// A command line as a shell would read it back (words with spaces or quotes single-quoted).
 fn shell_join(words: &[String]) -> String {

@@ -8,13 +8,29 @@ use std::path::Path;
 
 use llmprof_bundle::{
     CompileRecord, Distribution, EnvSnapshot, IterationSample, Overhead, StageTimings,
+    SubStageTiming,
 };
 use serde::Deserialize;
+
+use crate::energy::EnergyWindows;
 
 #[derive(Debug, Default, Deserialize)]
 struct TimingFile {
     #[serde(default)]
     iterations: Vec<Iteration>,
+    /// The baseline pass's back-to-back prefills for energy, after its measured iterations.
+    #[serde(default)]
+    prefill_loop: Option<PrefillLoop>,
+    /// How `sub_stage_ns` was timed: `cuda_events`, or `host` in the CPU test mode.
+    #[serde(default)]
+    sub_stage_clock: Option<String>,
+}
+
+/// `"prefill_loop": {"window_ns": [start, end], "prefills": n}` of `baseline.json`.
+#[derive(Debug, Clone, Deserialize)]
+struct PrefillLoop {
+    window_ns: [i64; 2],
+    prefills: u64,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -32,6 +48,9 @@ struct Iteration {
     prefill_window_ns: Option<[i64; 2]>,
     #[serde(default)]
     decode_window_ns: Option<[i64; 2]>,
+    /// The baseline pass's sub-stages: enclosing stage -> sub-stage -> GPU ns per instance.
+    #[serde(default)]
+    sub_stage_ns: BTreeMap<String, BTreeMap<String, Vec<u64>>>,
     /// The fresh process that ran it (0 for `raw/<pass>/`, 1 for `raw/<pass>-2/`, ...); set by
     /// the reader, not the driver.
     #[serde(skip)]
@@ -149,7 +168,45 @@ fn summarize(iters: &[Iteration]) -> Option<StageTimings> {
         },
         samples,
         processes: processes.len() as u32,
+        sub_stages: Vec::new(),
     })
+}
+
+/// Each sub-stage's GPU time per instance and per iteration, by enclosing stage, over the
+/// iterations that timed it.
+fn sub_stages(iters: &[Iteration], clock: Option<&str>) -> Vec<SubStageTiming> {
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for i in iters {
+        for (stage, subs) in &i.sub_stage_ns {
+            for name in subs.keys() {
+                if !keys.contains(&(stage.as_str(), name.as_str())) {
+                    keys.push((stage, name));
+                }
+            }
+        }
+    }
+    let source = match clock {
+        Some("cuda_events") => "CUDA events at the module's forward pre- and post-hooks",
+        Some("host") => "host clock (the driver's CPU test mode)",
+        _ => "the driver's sub-stage hooks",
+    };
+    keys.into_iter()
+        .map(|(stage, name)| {
+            let times: Vec<&Vec<u64>> = iters
+                .iter()
+                .filter_map(|i| i.sub_stage_ns.get(stage)?.get(name))
+                .collect();
+            let mut each: Vec<u64> = times.iter().flat_map(|v| v.iter().copied()).collect();
+            let mut per_iter: Vec<u64> = times.iter().map(|v| v.iter().sum()).collect();
+            SubStageTiming {
+                name: name.to_string(),
+                stage: stage.to_string(),
+                instance: Distribution::from_samples(&mut each),
+                per_iteration: Distribution::from_samples(&mut per_iter),
+                source: source.into(),
+            }
+        })
+        .collect()
 }
 
 /// The measured iterations a pass directory's timing file holds (none when it is missing),
@@ -226,8 +283,14 @@ pub fn read_all(raw: &Path) -> Timings {
             n - 1,
         ));
     }
+    let clock = read_json::<TimingFile>(&raw.join("baseline/baseline.json"))
+        .and_then(|f| f.sub_stage_clock);
+    let mut baseline = summarize(&base_all);
+    if let Some(b) = &mut baseline {
+        b.sub_stages = sub_stages(&base_all, clock.as_deref());
+    }
     let mut t = Timings {
-        baseline: summarize(&base_all),
+        baseline,
         profiled: Vec::new(),
         pairs,
     };
@@ -326,9 +389,10 @@ impl Timings {
     }
 }
 
-/// The baseline pass's stage windows on the wall clock, per stage, over the measured
-/// iterations (warm-up excluded); empty when the driver recorded none.
-pub fn baseline_windows(raw: &Path) -> Vec<(&'static str, Vec<(i64, i64)>)> {
+/// The baseline pass's stage windows on the wall clock, per stage, for energy: the loop of
+/// back-to-back prefills first when the driver ran it, then the measured iterations' windows
+/// (warm-up excluded); empty when the driver recorded none.
+pub fn baseline_windows(raw: &Path) -> Vec<EnergyWindows> {
     let Some(f) = read_json::<TimingFile>(&raw.join("baseline/baseline.json")) else {
         return Vec::new();
     };
@@ -340,13 +404,30 @@ pub fn baseline_windows(raw: &Path) -> Vec<(&'static str, Vec<(i64, i64)>)> {
             .map(|[s, e]| (s, e))
             .collect()
     };
-    [
-        ("prefill", pick(|i| i.prefill_window_ns)),
-        ("decode", pick(|i| i.decode_window_ns)),
-    ]
-    .into_iter()
-    .filter(|(_, w)| !w.is_empty())
-    .collect()
+    let each = |stage: &str, windows| EnergyWindows {
+        stage: stage.into(),
+        kind: "iterations",
+        windows,
+        per_window: 1,
+    };
+    let prefill_loop = f
+        .prefill_loop
+        .as_ref()
+        .filter(|l| l.prefills > 0 && l.window_ns[1] > l.window_ns[0])
+        .map(|l| EnergyWindows {
+            stage: "prefill".into(),
+            kind: "loop",
+            windows: vec![(l.window_ns[0], l.window_ns[1])],
+            per_window: l.prefills,
+        });
+    prefill_loop
+        .into_iter()
+        .chain([
+            each("prefill", pick(|i| i.prefill_window_ns)),
+            each("decode", pick(|i| i.decode_window_ns)),
+        ])
+        .filter(|w| !w.windows.is_empty())
+        .collect()
 }
 
 /// `flops.json` of the flops pass: stage -> FLOPs per instance.
@@ -563,12 +644,73 @@ mod tests {
         ]});
         std::fs::write(raw.join("baseline/baseline.json"), doc.to_string()).unwrap();
         let w = baseline_windows(raw);
+        let each = |stage: &str, windows: Vec<(i64, i64)>| EnergyWindows {
+            stage: stage.into(),
+            kind: "iterations",
+            windows,
+            per_window: 1,
+        };
         assert_eq!(
             w,
             vec![
-                ("prefill", vec![(10, 20)]),
-                ("decode", vec![(20, 90), (130, 200)])
+                each("prefill", vec![(10, 20)]),
+                each("decode", vec![(20, 90), (130, 200)])
             ]
         );
+        // With the prefill loop, it comes first, one window of 40 prefills.
+        let doc = serde_json::json!({
+            "iterations": [{"prefill_window_ns": [10, 20]}],
+            "prefill_loop": {"window_ns": [300, 2300], "prefills": 40}
+        });
+        std::fs::write(raw.join("baseline/baseline.json"), doc.to_string()).unwrap();
+        let w = baseline_windows(raw);
+        assert_eq!(
+            (w[0].kind, w[0].per_window, w[0].windows[0]),
+            ("loop", 40, (300, 2300))
+        );
+        assert_eq!((w[1].kind, w.len()), ("iterations", 2));
+    }
+
+    /// The driver's `sub_stage_ns` (GPU ns per instance, by enclosing stage) becomes one row
+    /// per sub-stage and stage, pooled over the baseline processes.
+    #[test]
+    fn baseline_sub_stages_per_instance_and_per_iteration() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        let write = |pass: &str, iters: serde_json::Value| {
+            std::fs::create_dir_all(raw.join(pass)).unwrap();
+            let doc = serde_json::json!({"sub_stage_clock": "cuda_events", "iterations": iters});
+            std::fs::write(raw.join(pass).join("baseline.json"), doc.to_string()).unwrap();
+        };
+        write(
+            "baseline",
+            serde_json::json!([
+                {"prefill_ns": 100, "sub_stage_ns": {"prefill": {"sam": [30], "layer0": [5, 7]}}},
+                {"prefill_ns": 110, "sub_stage_ns": {"prefill": {"sam": [34], "layer0": [6, 6]},
+                                                      "decode": {"layer0": [2, 2, 2]}}}
+            ]),
+        );
+        write(
+            "baseline-2",
+            serde_json::json!([{"prefill_ns": 90, "sub_stage_ns": {"prefill": {"sam": [26]}}}]),
+        );
+        let base = read_all(raw).baseline.unwrap();
+        let row = |stage: &str, name: &str| {
+            base.sub_stages
+                .iter()
+                .find(|s| s.stage == stage && s.name == name)
+                .unwrap()
+                .clone()
+        };
+        let sam = row("prefill", "sam");
+        assert_eq!((sam.instance.count, sam.instance.median_ns), (3, 30.0));
+        assert!(sam.source.contains("CUDA events"));
+        let layer = row("prefill", "layer0");
+        assert_eq!((layer.instance.count, layer.per_iteration.count), (4, 2));
+        assert_eq!(layer.per_iteration.median_ns, 12.0);
+        assert_eq!(row("decode", "layer0").per_iteration.total_ns, 6);
+        assert_eq!(base.sub_stages.len(), 3);
+        // Profiled passes record none.
+        assert!(read_all(raw).profiled.is_empty());
     }
 }

@@ -28,7 +28,7 @@ pub fn nvml_timeline(bundle: &Bundle) -> Option<String> {
         header(p, "GPU power, SM clock and utilization (NVML)", &subtitle)?;
         pass_bands(p, s, &time, bottom)?;
         for (k, panel) in panels.iter().enumerate() {
-            panel.draw(p, FIRST + k as i32 * (PANEL + GAP), &s.t_ns, &time)?;
+            panel.draw(p, FIRST + k as i32 * (PANEL + GAP), &time)?;
         }
         time_labels(p, &time, bottom)
     })
@@ -75,6 +75,8 @@ impl TimeAxis {
 /// One panel's series.
 struct Panel {
     label: &'static str,
+    /// The samples' times and values (power leaves its failed reads out).
+    t_ns: Vec<i64>,
     values: Vec<f64>,
     color: RGBColor,
     /// The axis maximum when fixed (utilization's 100%); else it covers the values.
@@ -86,18 +88,27 @@ fn panels(s: &NvmlSeries) -> [Panel; 3] {
     [
         Panel {
             label: "power (W)",
-            values: s.power_mw.iter().map(|&v| f64::from(v) / 1000.0).collect(),
+            t_ns: (0..s.t_ns.len())
+                .filter(|&i| s.has_power(i))
+                .map(|i| s.t_ns[i])
+                .collect(),
+            values: (0..s.t_ns.len())
+                .filter(|&i| s.has_power(i))
+                .map(|i| f64::from(s.power_mw[i]) / 1000.0)
+                .collect(),
             color: rgb("#e15759"),
             fixed_max: None,
         },
         Panel {
             label: "SM clock (MHz)",
+            t_ns: s.t_ns.clone(),
             values: s.sm_clock_mhz.iter().map(|&v| f64::from(v)).collect(),
             color: rgb("#4e79a7"),
             fixed_max: None,
         },
         Panel {
             label: "GPU utilization (%)",
+            t_ns: s.t_ns.clone(),
             values: s.gpu_util_pct.iter().map(|&v| f64::from(v)).collect(),
             color: rgb("#59a14f"),
             fixed_max: Some(100.0),
@@ -108,7 +119,7 @@ fn panels(s: &NvmlSeries) -> [Panel; 3] {
 impl Panel {
     /// Draws the panel whose top is at `top`: grid, axis labels, title and the line, its
     /// samples averaged into at most [`MAX_POINTS`] buckets.
-    fn draw(&self, p: &Painter<'_>, top: i32, t_ns: &[i64], time: &TimeAxis) -> DrawResult {
+    fn draw(&self, p: &Painter<'_>, top: i32, time: &TimeAxis) -> DrawResult {
         let y_end = top + PANEL;
         let max = self
             .fixed_max
@@ -138,7 +149,7 @@ impl Panel {
         let points: Vec<(i32, i32)> = self
             .values
             .chunks(step)
-            .zip(t_ns.chunks(step))
+            .zip(self.t_ns.chunks(step))
             .map(|(vs, ts)| {
                 let v = vs.iter().sum::<f64>() / vs.len() as f64;
                 let t = ts.first().map_or(0.0, |&t| time.secs(t));
@@ -203,4 +214,27 @@ fn windows(s: &NvmlSeries) -> Vec<(String, i64, i64)> {
         .filter(|w| w.end_ns > w.start_ns)
         .map(|w| (w.name.clone(), w.start_ns, w.end_ns))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed power read is a gap in the power line, not a dip to 0 W; the other panels keep
+    /// the sample.
+    #[test]
+    fn power_gaps_are_left_out_of_the_line() {
+        let s = NvmlSeries {
+            t_ns: vec![0, 20, 40, 60],
+            power_mw: vec![200_000, 0, 210_000, 220_000],
+            power_gaps: vec![1],
+            sm_clock_mhz: vec![1980; 4],
+            gpu_util_pct: vec![50; 4],
+            ..NvmlSeries::default()
+        };
+        let [power, clock, _] = panels(&s);
+        assert_eq!(power.t_ns, [0, 40, 60]);
+        assert_eq!(power.values, [200.0, 210.0, 220.0]);
+        assert_eq!(clock.t_ns.len(), 4);
+    }
 }

@@ -409,12 +409,19 @@ fn counters(bundle: &Bundle, t: &Timeline) -> (Vec<Counter>, Option<String>) {
             if col.len() != nv.t_ns.len() {
                 return None;
             }
-            let v: Vec<f64> = keep.iter().map(|&i| col[i] as f64 * scale).collect();
+            // Power's failed reads are gaps (no reading), left out of the line.
+            let present = |&(_, &i): &(usize, &usize)| name != "Power" || nv.has_power(i);
+            let (t, v): (Vec<f64>, Vec<f64>) = keep
+                .iter()
+                .enumerate()
+                .filter(present)
+                .map(|(k, &i)| (times[k], col[i] as f64 * scale))
+                .unzip();
             let max = v.iter().copied().fold(floor_max, f64::max);
             Some(Counter {
                 name,
                 unit,
-                t: times.clone(),
+                t,
                 v,
                 max,
             })

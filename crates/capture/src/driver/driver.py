@@ -6,7 +6,8 @@ Usage: python3 driver.py PLAN.json
 The Rust side (llmprof capture) embeds this file and runs it with the target's interpreter, once
 per pass, each time in a fresh process:
 
-  baseline  no profiler, no stage markers: host timings of `repeats` iterations -> baseline.json
+  baseline  no profiler, no stage markers: host timings of `repeats` iterations, sub-stages timed
+            by CUDA events, then back-to-back prefills for energy -> baseline.json
   kineto    every iteration (warm-up too) under its own torch.profiler session (CPU + CUDA):
             `repeats` timed iterations -> kineto_timing.json, the last one's trace ->
             kineto_trace.json
@@ -25,6 +26,24 @@ stops at EOS. Stages are marked with NVTX ranges (Nsight) and torch.profiler.rec
 (PyTorch profiler); torch.cuda.synchronize() runs inside each stage before it closes, so a stage's
 wall time includes its GPU work. Optional sub-stages (plan["stages"]["modules"]) are marked by
 forward pre/post hooks on those modules.
+
+Sub-stages are not synchronized at their boundaries in any pass, so their ranges in the traced
+passes (nsys, kineto) close when the host has *enqueued* the module's work: a range's wall time
+there is launch time, not the sub-stage's time, and only its projected GPU time (the span of the
+GPU work launched inside it) says how long it ran. The baseline pass times them truly instead,
+on the GPU: a CUDA event is recorded at each module's forward pre- and post-hook and the pair's
+elapsed time is read after the enclosing stage's closing synchronize (SubStageTimer). Chosen over
+synchronizing at each sub-stage boundary, which would also give true times but would stall the
+host's run-ahead at every boundary and so change the baseline's prefill, the headline TTFT;
+events cost a few microseconds of host time and add no wait. Consumers take sub-stage times from
+the baseline's events (bundle: capture.baseline.sub_stages) or, in a traced pass, from the
+range's projected GPU time, never from a sub-stage range's wall time. Sub-stages inside a
+torch.compile'd region are not timed (hooks do nothing while dynamo traces).
+
+NVML refreshes power only every ~100 ms on the GPU hosts, so a 20-80 ms prefill window holds at
+most one reading: with plan["prefill_energy_s"] > 0 the baseline pass ends with back-to-back
+prefills for at least that long (one window, one synchronize at its end), recorded as
+"prefill_loop" for prefill energy per token.
 
 Standard library + torch + transformers only. torch and transformers are imported after the plan
 is checked, so a bad plan is reported even where they are missing.
@@ -67,6 +86,11 @@ CUDA_MISSING = "CUDA is not available: capture needs an NVIDIA GPU"
 # Test mode only: run on the CPU (no CUDA, no NVTX meaning), so the driver's logic can be tested
 # on a machine without a GPU. Never set by llmprof capture.
 CPU_TEST_ENV = "LLMPROF_DRIVER_CPU"
+# The baseline pass's prefill loop for energy (plan["prefill_energy_s"]): at least this many
+# prefills, at most that many, and a plan may ask for at most PREFILL_LOOP_MAX_S seconds.
+PREFILL_LOOP_MIN = 3
+PREFILL_LOOP_MAX = 2000
+PREFILL_LOOP_MAX_S = 60
 # The clock of the *_window_ns stage windows: the host's wall clock, which llmprof's NVML sampler
 # stamps its samples with (Rust SystemTime), so energy per stage can be integrated.
 WINDOW_CLOCK = "CLOCK_REALTIME ns since the Unix epoch (time.time_ns)"
@@ -93,7 +117,7 @@ class Plan:
 
     TOP_KEYS = {
         "pass", "out_dir", "model", "inputs", "stages", "warmup", "repeats", "device",
-        "warmup_decode_steps", "sync_each_step", "optimize",
+        "warmup_decode_steps", "sync_each_step", "optimize", "prefill_energy_s",
     }
     MODEL_KEYS = {"config", "path", "dtype", "attn_implementation"}
     INPUT_KEYS = {"prompt_tokens", "max_new_tokens", "batch_size", "seed", "images"}
@@ -176,6 +200,7 @@ class Plan:
         self.warmup_decode_steps = _int(raw, "warmup_decode_steps", "plan",
                                         self.max_new_tokens, 0)
         self.sync_each_step = _opt(raw, "sync_each_step", bool, "plan", False)
+        self.prefill_energy_s = _seconds(raw, "prefill_energy_s", "plan", 0.0)
 
         optimize = _opt(raw, "optimize", dict, "plan", {}) or {}
         _unknown(optimize, self.OPTIMIZE_KEYS, "plan.optimize")
@@ -222,6 +247,18 @@ def _int(d, key, where, default, minimum):
     if v < minimum:
         raise PlanError(f"{where}.{key} must be at least {minimum}, not {v}")
     return v
+
+
+def _seconds(d, key, where, default):
+    """A number of seconds, 0 to PREFILL_LOOP_MAX_S."""
+    if d.get(key) is None:
+        return default
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        raise PlanError(f"{where}.{key} must be a number of seconds, not {json.dumps(v)}")
+    if not 0 <= v <= PREFILL_LOOP_MAX_S:
+        raise PlanError(f"{where}.{key} must be between 0 and {PREFILL_LOOP_MAX_S}, not {v}")
+    return float(v)
 
 
 def _unknown(d, known, where):
@@ -340,6 +377,63 @@ class ProfilerMarker:
             self.torch.cuda.nvtx.range_pop()
             if top == name:
                 break
+
+
+class SubStageTimer:
+    """baseline with sub-stages: nothing a profiler sees (no NVTX, no record_function). Each
+    sub-stage instance is timed on the GPU by two CUDA events, recorded on the current stream at
+    its module's forward pre- and post-hook without synchronizing, and read by collect() after
+    the enclosing stage's closing synchronize. The elapsed time runs from when the GPU reached
+    the module's work to when it finished it, so GPU idle time waiting for the host's launches
+    counts, as it does in a stage's wall time. Prefill and decode themselves are timed by the
+    Runner on the host, as in every pass. In the CPU test mode the host clock stands in (CPU
+    work is synchronous). Warm-up instances and calls while dynamo traces are not timed."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.clock = "host" if cpu_test_mode() else "cuda_events"
+        self.stage = None  # the enclosing top-level stage
+        self.open = []  # (name, start mark)
+        self.done = []  # (enclosing stage, name, start mark, end mark)
+
+    def _mark(self):
+        if self.clock == "host":
+            return time.perf_counter_ns()
+        ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def _timed(self, name):
+        if name in (STAGE_PREFILL, STAGE_DECODE) or name.startswith(WARMUP_PREFIX):
+            return False
+        compiling = getattr(getattr(self.torch, "compiler", None), "is_compiling", None)
+        return not (compiling and compiling())
+
+    def begin(self, name):
+        if name in (STAGE_PREFILL, STAGE_DECODE):
+            self.stage = name
+        elif self._timed(name):
+            self.open.append((name, self._mark()))
+
+    def end(self, name):
+        if not any(n == name for n, _ in self.open):
+            return
+        # Close down to `name`: a hook whose forward raised leaves no range open behind it.
+        while self.open:
+            top, start = self.open.pop()
+            self.done.append((self.stage, top, start, self._mark()))
+            if top == name:
+                break
+
+    def collect(self):
+        """{enclosing stage: {sub-stage: [ns per instance]}} of the instances that ended since
+        the last call; call it after a synchronize (the events must have completed)."""
+        out = {}
+        for stage, name, a, b in self.done:
+            ns = b - a if self.clock == "host" else round(a.elapsed_time(b) * 1e6)
+            out.setdefault(stage, {}).setdefault(name, []).append(int(ns))
+        self.done = []
+        return out
 
 
 class FlopMarker:
@@ -568,7 +662,45 @@ class Runner:
                 rec["decode_ns"] = 0
             rec["total_ns"] = t2 - t0
         del cache
+        self.collect_sub_stages(rec)
         return rec
+
+    def collect_sub_stages(self, rec):
+        """The sub-stage times a SubStageTimer took in this iteration into rec["sub_stage_ns"]
+        ({enclosing stage: {sub-stage: [ns per instance]}}), read after the last stage's
+        synchronize and outside every timed interval; nothing for other markers."""
+        collect = getattr(self.marker, "collect", None)
+        times = collect() if collect is not None else None
+        if times:
+            rec["sub_stage_ns"] = times
+
+    def prefill_loop(self, seconds):
+        """Back-to-back prefills (the measured prefill's forward and greedy pick, a static cache
+        reset before each) until `seconds` of host time have passed and at least
+        PREFILL_LOOP_MIN ran (at most PREFILL_LOOP_MAX), then one synchronize: one window long
+        enough to span many NVML power refreshes, for prefill energy. Sub-stages are not timed
+        in it. Returns the window on the wall clock (WINDOW_CLOCK) and the prefills in it."""
+        torch, dec = self.torch, self.decoder
+        marker, self.marker = self.marker, NullMarker()
+        try:
+            with torch.no_grad():
+                self.sync()
+                w0, t0 = time.time_ns(), time.perf_counter_ns()
+                n = 0
+                while n < PREFILL_LOOP_MAX and (
+                        n < PREFILL_LOOP_MIN or time.perf_counter_ns() - t0 < seconds * 1e9):
+                    dec.reset()
+                    out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
+                                     **self.logits_kw, **dec.prefill_kwargs())
+                    out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                    del out
+                    n += 1
+                self.sync()
+                t1, w1 = time.perf_counter_ns(), time.time_ns()
+        finally:
+            self.marker = marker
+        return {"window_ns": [w0, w1], "prefills": n, "wall_ns": t1 - t0,
+                "seconds_asked": seconds}
 
     def prepare(self):
         """Compiles and captures the decode step (plan.optimize) before the first iteration,
@@ -968,7 +1100,8 @@ def run_timed(ctx, runner, file_name, repeats, session=None):
         "prompt_tokens": plan.prompt_tokens,
         "max_new_tokens": plan.max_new_tokens,
         "sync_each_step": plan.sync_each_step,
-        "stage_markers": not isinstance(runner.marker, NullMarker),
+        "stage_markers": isinstance(runner.marker, ProfilerMarker),
+        "sub_stage_clock": getattr(runner.marker, "clock", None),
         "window_clock": WINDOW_CLOCK,
         "warmup_iterations": [],
         "iterations": [],
@@ -1026,9 +1159,31 @@ def record_optimize(meta, rec):
 
 
 def pass_baseline(ctx, runner):
-    ctx["meta"].note("baseline: no profiler and no stage markers (no NVTX, record_function or "
-                     "hooks); the same synchronize points as the other passes")
-    run_timed(ctx, runner, "baseline.json", ctx["plan"].repeats)
+    plan = ctx["plan"]
+    ctx["meta"].note("baseline: no profiler and no stage markers (no NVTX or record_function); "
+                     "the same synchronize points as the other passes")
+    if plan.modules:
+        runner.marker = SubStageTimer(ctx["torch"])
+        runner.install_hooks(plan.modules)
+        ctx["meta"].note(f"baseline: sub-stages timed by {runner.marker.clock} at their modules' "
+                         "forward hooks, without synchronizing at their boundaries "
+                         "(sub_stage_ns)")
+    doc = run_timed(ctx, runner, "baseline.json", plan.repeats)
+    prefill_energy_loop(ctx, runner, doc)
+
+
+def prefill_energy_loop(ctx, runner, doc):
+    """After the measured iterations, back-to-back prefills for plan.prefill_energy_s seconds
+    (Runner.prefill_loop), into doc["prefill_loop"] and baseline.json."""
+    plan = ctx["plan"]
+    if plan.prefill_energy_s <= 0:
+        return
+    log(f"prefill loop for energy ({plan.prefill_energy_s:g} s)")
+    doc["prefill_loop"] = loop = runner.prefill_loop(plan.prefill_energy_s)
+    write_json(os.path.join(plan.out_dir, "baseline.json"), doc)
+    ctx["meta"].note(f"baseline: {loop['prefills']} back-to-back prefills over "
+                     f"{loop['wall_ns'] / 1e9:.2f} s after the measured iterations, for prefill "
+                     "energy (prefill_loop)")
 
 
 # Device calibration: one large GEMM and one device-to-device copy, timed with CUDA events.

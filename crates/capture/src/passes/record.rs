@@ -250,7 +250,13 @@ fn command_results(
         .filter(|w| ok.contains(&w.name.as_str()))
         .map(|w| (w.start_ns, w.end_ns))
         .collect();
-    energy_into(capture, series, &[("command", runs)], |_| None);
+    let runs = crate::energy::EnergyWindows {
+        stage: "command".into(),
+        kind: "iterations",
+        windows: runs,
+        per_window: 1,
+    };
+    energy_into(capture, series, &[runs], |_| None);
 }
 
 /// One `missing` line per failed pass, pointing at its output.
@@ -267,50 +273,20 @@ fn note_failed_passes(capture: &mut Capture) {
     }
 }
 
-/// Energy per stage into the capture record; the stage windows are also added to the series
-/// (as `baseline/<stage>`) for charts.
+/// Energy per stage into the capture record, with the note that says how it was computed.
 fn energy_into(
     capture: &mut Capture,
-    series: &mut NvmlSeries,
-    windows: &[(&str, Vec<(i64, i64)>)],
+    series: &NvmlSeries,
+    windows: &[crate::energy::EnergyWindows],
     tokens: impl Fn(&str) -> Option<u64>,
 ) {
-    for (stage, w) in windows {
-        if let Some(e) = crate::energy::stage_energy(series, stage, w, tokens(stage)) {
-            capture.energy.push(e);
-        }
-    }
+    capture.energy = crate::energy::stage_energies(series, windows, tokens);
     capture.energy_note = Some(if capture.energy.is_empty() {
         "no energy: the NVML samples cover no stage window of the baseline pass (none recorded, \
          or the pass failed)"
             .into()
     } else {
-        let mut note = crate::energy::note(series);
-        let checks: Vec<String> = capture
-            .energy
-            .iter()
-            .filter_map(|e| {
-                let c = e.counter_energy_j?;
-                (e.energy_j > 0.0).then(|| {
-                    format!(
-                        "{} {:+.0}% ({} sample{} in {:.0} ms windows)",
-                        e.stage,
-                        (c - e.energy_j) / e.energy_j * 100.0,
-                        e.samples,
-                        if e.samples == 1 { "" } else { "s" },
-                        e.wall_ns / 1e6
-                    )
-                })
-            })
-            .collect();
-        if !checks.is_empty() {
-            note.push_str(&format!(
-                " NVML's total-energy counter over the same windows differs by {}: a window only \
-                 a few samples long is uncertain.",
-                checks.join(", ")
-            ));
-        }
-        note
+        crate::energy::note(series, &capture.energy)
     });
 }
 

@@ -107,7 +107,7 @@ impl Diff {
             Column::text("Metric"),
             Column::num(&format!("A median [{:.0}% CI]", LEVEL * 100.0)),
             Column::num(&format!("B median [{:.0}% CI]", LEVEL * 100.0)),
-            Column::num("Δ"),
+            Column::num("Δ").optional(),
             Column::num("Δ %"),
             Column::num(&format!("Δ [{:.0}% CI]", LEVEL * 100.0)),
             Column::text("Verdict"),
@@ -167,12 +167,7 @@ pub fn verdict_text(r: &DiffRow) -> String {
         Verdict::NoChange => "no significant change".into(),
         Verdict::TooFewSamples => {
             let n = |m: Option<MedianCi>| m.map_or(0, |m| m.n);
-            format!(
-                "too few samples (n={} vs {}) for a {:.0}% interval",
-                n(r.a),
-                n(r.b),
-                LEVEL * 100.0
-            )
+            format!("too few samples (n={} vs {})", n(r.a), n(r.b))
         }
     }
 }

@@ -93,7 +93,7 @@ fn kernel_rows(stage: &str, x: &StageSeries, y: &StageSeries) -> Vec<DiffRow> {
             };
             compare(
                 format!("{stage}.kernel.{key}"),
-                format!("{stage} {} (ms)", names::display_name_short(name, 60)),
+                format!("{stage} {} (ms)", names::display_name_short(name, 40)),
                 &[xs.to_vec()],
                 &[ys.to_vec()],
             )

@@ -2,8 +2,8 @@
 //! on, where they came from, and a recommendation that fits the finding.
 
 use llmprof_bundle::{
-    Bundle, Category, Finding, KernelAnalysis, LaunchFacts, OpKind, Peak, Stage, StageAnalysis,
-    StageRole,
+    Bundle, Category, Finding, HeadlineBasis, KernelAnalysis, LaunchFacts, OpKind, Peak, Stage,
+    StageAnalysis, StageRole,
 };
 
 use llmprof_report::fmt::{ms_text as ms, thousands, us_text as us};
@@ -794,15 +794,55 @@ fn vision_share(bundle: &Bundle, src: &str) -> Option<Finding> {
                 .is_none_or(|p| StageRole::of_name(&p.name) != StageRole::Vision)
         })
         .collect();
-    let vision_ns: u64 = top.iter().map(|s| s.wall_ns).sum();
-    let share = vision_ns as f64 * 100.0 / prefill.wall_ns as f64;
+    // Per instance, on the wall MFU uses: the baseline's GPU time of a sub-stage (CUDA events)
+    // against its prefill median, or the trace's projected GPU time against its prefill range —
+    // never a sub-stage range's wall, which closes when the host has enqueued the work.
+    let headline = llmprof_report::samples::Samples::of(bundle);
+    let per_instance = |s: &Stage| {
+        let (ns, basis) = crate::throughput::wall_ns(s, &headline);
+        (ns / s.instances.max(1) as f64, basis)
+    };
+    let times: Vec<(f64, HeadlineBasis)> = top.iter().map(|s| per_instance(s)).collect();
+    let basis = match times.iter().all(|t| t.1 == HeadlineBasis::Baseline) {
+        true => HeadlineBasis::Baseline,
+        false => HeadlineBasis::Trace,
+    };
+    let prefill_ns = match basis {
+        HeadlineBasis::Baseline => per_instance(prefill).0,
+        HeadlineBasis::Trace => prefill.wall_ns as f64 / prefill.instances.max(1) as f64,
+    };
+    let times: Vec<(f64, HeadlineBasis)> = match basis {
+        HeadlineBasis::Baseline => times,
+        // Some sub-stage lacks GPU timings of the baseline: the trace's for all of them.
+        HeadlineBasis::Trace => top
+            .iter()
+            .map(|s| (s.gpu_proj_ns as f64 / s.instances.max(1) as f64, basis))
+            .collect(),
+    };
+    if prefill_ns <= 0.0 {
+        return None;
+    }
+    let vision_ns: f64 = times.iter().map(|t| t.0).sum();
+    let share = vision_ns * 100.0 / prefill_ns;
+    let source = match basis {
+        HeadlineBasis::Baseline => "the unprofiled baseline: CUDA events per sub-stage, the host \
+                                   time of prefill"
+            .to_string(),
+        HeadlineBasis::Trace => {
+            format!("{src}: projected GPU time per sub-stage, NVTX range of prefill")
+        }
+    };
     let mut evidence = vec![format!(
-        "vision stages {} of {} prefill wall ({src} NVTX ranges)",
-        ms(vision_ns),
-        ms(prefill.wall_ns)
+        "vision stages {} of {} prefill, per instance ({source})",
+        ms(vision_ns.round() as u64),
+        ms(prefill_ns.round() as u64)
     )];
     for s in &vision {
-        evidence.push(format!("{}: {}", s.name, ms(s.wall_ns)));
+        evidence.push(format!(
+            "{}: {}",
+            s.name,
+            ms(per_instance(s).0.round() as u64)
+        ));
     }
     Some(Finding {
         id: "vision_share".into(),

@@ -126,15 +126,24 @@ fn analytic(stage: &Stage, role: StageRole, model: &Model, w: Option<&Workload>)
 
 /// The wall time the over-wall ratios of `stage` divide by, over all its instances, ns: the
 /// headline's median per instance × instances for a top-level stage the unprofiled baseline
-/// timed, else the traced range's wall.
+/// timed, else the traced range's wall. A vision sub-stage's range closes when the host has
+/// enqueued its work, so its time is the baseline's GPU time (CUDA events) or, without one,
+/// the trace's projected GPU time — never the range's wall.
 pub fn wall_ns(stage: &Stage, headline: &Samples) -> (f64, HeadlineBasis) {
     let role = StageRole::of_name(&stage.name);
+    let n = stage.instances as f64;
+    if role == StageRole::Vision {
+        return match headline.sub_stage(&stage.name) {
+            Some(per_instance) => (per_instance * n, HeadlineBasis::Baseline),
+            None => (stage.gpu_proj_ns as f64, HeadlineBasis::Trace),
+        };
+    }
     let baseline = (headline.basis == HeadlineBasis::Baseline && stage.parent.is_none())
         .then(|| headline.wall_of(role))
         .flatten()
         .and_then(|groups| llmprof_report::samples::measure(groups));
     match baseline {
-        Some(m) => (m.median * stage.instances as f64, HeadlineBasis::Baseline),
+        Some(m) => (m.median * n, HeadlineBasis::Baseline),
         None => (stage.wall_ns as f64, HeadlineBasis::Trace),
     }
 }

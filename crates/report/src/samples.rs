@@ -29,6 +29,9 @@ pub struct Samples {
     pub batch: u64,
     /// What the trace's samples left out as warm-up, or that they count every instance.
     pub note: Option<String>,
+    /// Vision sub-stages the baseline timed on the GPU (CUDA events at the modules' forward
+    /// hooks): name and median GPU time of one instance, ns.
+    pub sub_stages: Vec<(String, f64)>,
 }
 
 impl Samples {
@@ -36,10 +39,22 @@ impl Samples {
     pub fn of(bundle: &Bundle) -> Samples {
         let batch = bundle.workload.as_ref().map_or(1, |w| w.batch());
         let baseline = bundle.capture.as_ref().and_then(|c| c.baseline.as_ref());
-        match baseline.filter(|b| !b.samples.is_empty()) {
+        let mut s = match baseline.filter(|b| !b.samples.is_empty()) {
             Some(b) => from_baseline(b, batch),
             None => from_trace(bundle, batch),
-        }
+        };
+        s.sub_stages = baseline.map_or(Vec::new(), |b| {
+            (b.sub_stages.iter())
+                .filter(|t| t.instance.count > 0)
+                .map(|t| (t.name.clone(), t.instance.median_ns))
+                .collect()
+        });
+        s
+    }
+
+    /// The baseline's GPU time of one instance of a sub-stage, ns, when it timed it.
+    pub fn sub_stage(&self, name: &str) -> Option<f64> {
+        self.sub_stages.iter().find(|(n, _)| n == name).map(|s| s.1)
     }
 
     /// The trace's stage instances, whatever else the run has.
@@ -143,6 +158,7 @@ fn from_baseline(b: &StageTimings, batch: u64) -> Samples {
         steps,
         batch,
         note: None,
+        sub_stages: Vec::new(),
     }
 }
 
@@ -191,6 +207,7 @@ fn from_trace(bundle: &Bundle, batch: u64) -> Samples {
         steps: steps.map(|s| vec![s]).unwrap_or_default(),
         batch,
         note: warmup_note(bundle, [prefill, decode].into_iter().flatten()),
+        sub_stages: Vec::new(),
     }
 }
 

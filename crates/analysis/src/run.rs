@@ -121,8 +121,9 @@ fn spread_warning(m: &RunMetrics) -> Option<String> {
         .collect();
     (!wide.is_empty()).then(|| {
         format!(
-            "spread too wide to claim ±{REPRODUCIBLE_PCT:.0}% reproducibility ({}); capture with \
-             --repeats auto or more fresh processes",
+            "spread too wide to claim ±{REPRODUCIBLE_PCT:.0}% reproducibility ({}); more \
+             iterations and fresh processes (--repeats auto, a larger --repeats-cap) narrow an \
+             interval, not the spread between processes a re-run can land anywhere in",
             wide.join("; ")
         )
     })

@@ -2,7 +2,7 @@
 //! lines, the unprofiled baseline, the profilers' overhead, energy, the environment snapshot,
 //! the manifest and what is missing.
 
-use llmprof_bundle::{Bundle, Capture};
+use llmprof_bundle::{Bundle, Capture, StageTimings};
 
 use crate::fmt::{joules, ms_f, thousands, us};
 use crate::table::{Column, TableView};
@@ -50,17 +50,7 @@ impl CaptureReport {
             command: c.command.clone(),
             stage_names: c.stage_names.clone(),
             overhead_text: overhead_text(c),
-            baseline: c.baseline.as_ref().map(|t| {
-                format!(
-                    "{} iterations: prefill median {} ms, decode median {} ms, step median {} \
-                     µs; iteration CV {:.1}%",
-                    t.iterations,
-                    ms_f(t.prefill.median_ns),
-                    ms_f(t.decode.median_ns),
-                    us(t.decode_step.median_ns),
-                    t.iteration_cv_pct
-                )
-            }),
+            baseline: c.baseline.as_ref().map(|t| baseline_line(c, t)),
             overhead: overhead(c),
             passes: passes(c),
             energy: energy(c),
@@ -75,6 +65,39 @@ impl CaptureReport {
                 .map(|l| format!("nsys traced CUDA graphs at {l} level")),
         }
     }
+}
+
+/// The unprofiled baseline in one line, with what `--repeats auto` reached.
+fn baseline_line(c: &Capture, t: &StageTimings) -> String {
+    let mut line = format!(
+        "{} iterations from {} process(es): prefill median {} ms, decode median {} ms, step \
+         median {} µs; iteration CV {:.1}% (the Headline numbers give each figure's interval)",
+        t.iterations,
+        t.processes.max(1),
+        ms_f(t.prefill.median_ns),
+        ms_f(t.decode.median_ns),
+        us(t.decode_step.median_ns),
+        t.iteration_cv_pct
+    );
+    if let Some(a) = &c.auto_repeats {
+        let widths: Vec<String> = (a.stages.iter())
+            .map(|s| match s.half_width_pct {
+                Some(h) => format!("{} ±{h:.1}%", s.stage),
+                None => format!("{} without an interval", s.stage),
+            })
+            .collect();
+        line.push_str(&format!(
+            ". --repeats auto: target ±{:.1}% {} after {} added round(s), {:.0} s of baseline \
+             passes (cap {} s): {}",
+            a.target_pct,
+            if a.met { "met" } else { "not met" },
+            a.rounds,
+            a.baseline_s,
+            a.cap_s,
+            widths.join(", ")
+        ));
+    }
+    line
 }
 
 fn heading(c: &Capture) -> String {
@@ -126,6 +149,7 @@ fn overhead(c: &Capture) -> TableView {
     if paired {
         columns.push(Column::num("Interleaved pairs (%)").optional());
     }
+    columns.push(Column::text("Medians of").optional());
     let mut t = TableView::new(columns)
         .from_source("the driver's stage timings of each pass, against the unprofiled baseline");
     for o in &c.overhead {
@@ -142,6 +166,7 @@ fn overhead(c: &Capture) -> TableView {
                 None => String::new(),
             });
         }
+        row.push(o.basis.clone().unwrap_or_else(|| "iterations".into()));
         t.push(row);
     }
     t
@@ -186,7 +211,11 @@ fn energy(c: &Capture) -> TableView {
             ms_f(e.wall_ns),
             thousands(e.instances),
             thousands(e.samples),
-            e.j_per_token.map_or("n/a".into(), |j| joules(j * 1e3)),
+            match (e.j_per_token, &e.withheld) {
+                (Some(j), _) => joules(j * 1e3),
+                (None, Some(why)) => format!("withheld: {why}"),
+                (None, None) => "n/a".into(),
+            },
         ]);
     }
     t
@@ -230,6 +259,16 @@ fn snapshot(c: &Capture) -> TableView {
             e.mem_clock_max_mhz.map(|v| v.to_string()),
         ),
         ("MIG mode", e.mig_mode.clone()),
+        ("CPU", e.cpu.clone()),
+        (
+            "CPU pinning",
+            e.pinned_cpus
+                .as_ref()
+                .map(|c| format!("pinned to CPUs {c} (NVML's affinity of the GPU)"))
+                .or_else(|| e.pin_note.as_ref().map(|n| format!("not pinned: {n}"))),
+        ),
+        ("CPU governor", e.cpu_governor.clone()),
+        ("CPU MHz at start", e.cpu_mhz.map(|v| format!("{v:.0}"))),
         ("Device index", e.device_index.map(|v| v.to_string())),
     ] {
         if let Some(v) = v.filter(|v| !v.is_empty()) {

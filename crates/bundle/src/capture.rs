@@ -228,6 +228,11 @@ pub struct StageEnergy {
     /// NVML refreshes, so its energy rests on one or two readings. `None` when it is given.
     #[serde(default)]
     pub withheld: Option<String>,
+    /// Energy of one instance in each window (joules), in window order: the samples the
+    /// headline's interval of J/token is computed from. Empty in bundles written before this
+    /// field.
+    #[serde(default)]
+    pub window_energy_j: Vec<f64>,
 }
 
 /// One pass of the capture: the workload run once more, under one profiler (or none).

@@ -114,6 +114,8 @@ pub fn counter_energy(
 #[derive(Default)]
 struct Covered {
     joules: f64,
+    /// Each covered window's energy, joules.
+    per_window: Vec<f64>,
     wall_ns: i64,
     windows: u64,
     samples: u64,
@@ -131,6 +133,7 @@ fn cover(series: &NvmlSeries, windows: &[(i64, i64)]) -> Covered {
             continue;
         };
         c.joules += j;
+        c.per_window.push(j);
         c.wall_ns += b - a;
         c.windows += 1;
         c.samples += (0..s.t_ns.len())
@@ -183,6 +186,9 @@ pub fn stage_energy(
         windows: w.kind.to_string(),
         updates_per_window: updates,
         withheld,
+        window_energy_j: (c.per_window.iter())
+            .map(|j| j / w.per_window.max(1) as f64)
+            .collect(),
     })
 }
 

@@ -216,19 +216,32 @@ fn mfu_row(t: &mut TableView, r: &RunMetrics, s: &StageAnalysis) {
     );
 }
 
-/// Energy per token of each baseline stage (NVML over the baseline's windows).
+/// Energy per token of each baseline stage (NVML over the baseline's windows), with the
+/// interval of the per-window energies where the run kept them.
 fn energy_rows(t: &mut TableView, b: &Bundle) {
     for e in b.capture.iter().flat_map(|c| &c.energy) {
-        let Some(j) = e.j_per_token else {
+        let (Some(j), Some(tokens)) = (e.j_per_token, e.tokens.filter(|&t| t > 0)) else {
             continue;
         };
+        let per_token: Vec<f64> = (e.window_energy_j.iter())
+            .map(|w| w / tokens as f64 * 1e3)
+            .collect();
+        let m = crate::stats::median_ci(&per_token);
+        let mj = |v: f64| format!("{v:.2}");
+        // The median of the windows where the run kept them (the mean over instances, J/token of
+        // the capture's energy table, otherwise).
+        let median = m.map_or(j * 1e3, |m| m.median);
         let cells = [
-            format!("{:.2}", j * 1e3),
-            NA.into(),
-            e.instances.to_string(),
-            NA.into(),
+            mj(median),
+            m.and_then(|m| m.ci)
+                .map_or(NA.into(), |(lo, hi, _)| format!("{} – {}", mj(lo), mj(hi))),
+            m.map_or(e.instances, |m| m.n as u64).to_string(),
+            m.map_or(NA.into(), |m| format!("{:.1}", m.cv_pct)),
         ];
-        let source = format!("baseline NVML, {} samples", e.samples);
+        let source = match m {
+            Some(m) => format!("baseline NVML, median of {} windows", m.n),
+            None => format!("baseline NVML, mean of {} instances", e.instances),
+        };
         t.push_values(
             row(
                 &format!("{} mJ/token", e.stage),
@@ -237,7 +250,7 @@ fn energy_rows(t: &mut TableView, b: &Bundle) {
                 &source,
                 None,
             ),
-            values(Some(j * 1e3), Some(e.instances as f64)),
+            values(Some(median), Some(e.instances as f64)),
         );
     }
 }

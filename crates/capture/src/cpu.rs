@@ -8,6 +8,7 @@
 //! recorded command line stays the one that ran. Files that are missing (no cpufreq in a VM or
 //! container) read as `None`; nothing here fails a capture.
 
+use llmprof_report::stats::median;
 use std::path::Path;
 
 /// Where Linux describes each CPU (`cpu<N>/cpufreq/scaling_governor`, `scaling_cur_freq`).
@@ -209,7 +210,7 @@ pub fn mhz(sys: &Path, cpus: &[usize], cpuinfo: &str) -> Option<f64> {
             .map(|(_, m)| m)
             .collect();
     }
-    median(&mut v)
+    median(&v)
 }
 
 /// `(processor, cpu MHz)` of every processor block of `/proc/cpuinfo` that has both.
@@ -240,19 +241,6 @@ fn cpu_model(text: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         (k.trim() == "model name" && !v.trim().is_empty()).then(|| v.trim().to_string())
-    })
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
 }
 

@@ -9,6 +9,7 @@
 //! stands for; `energy` withholds J/token for windows shorter than [`MIN_UPDATES`] of it.
 
 use llmprof_bundle::NvmlSeries;
+use llmprof_report::stats::median;
 
 /// Refreshes a window must span before its energy is divided into J/token.
 pub const MIN_UPDATES: f64 = 2.0;
@@ -16,29 +17,15 @@ pub const MIN_UPDATES: f64 = 2.0;
 /// Fewest change-to-change intervals a refresh period is detected from.
 const MIN_INTERVALS: usize = 3;
 
-/// The median of `v` (sorted in place); `None` when empty.
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 /// The sampler's real period: the median interval between successive timestamps, ms.
 pub fn measured_interval_ms(t_ns: &[i64]) -> Option<f64> {
-    let mut dt: Vec<f64> = t_ns
+    let dt: Vec<f64> = t_ns
         .windows(2)
         .map(|w| w[1].saturating_sub(w[0]))
         .filter(|&d| d > 0)
         .map(|d| d as f64 / 1e6)
         .collect();
-    median(&mut dt)
+    median(&dt)
 }
 
 /// How often a sampled value was refreshed, ms: the intervals between the samples at which it
@@ -59,7 +46,7 @@ pub fn update_period_ms(t_ns: &[i64], value: impl Fn(usize) -> Option<u64>) -> O
         }
         last = Some(v);
     }
-    let mut gaps: Vec<f64> = changes
+    let gaps: Vec<f64> = changes
         .windows(2)
         .map(|w| w[1].saturating_sub(w[0]))
         .filter(|&d| d > 0)
@@ -68,7 +55,7 @@ pub fn update_period_ms(t_ns: &[i64], value: impl Fn(usize) -> Option<u64>) -> O
     if gaps.len() < MIN_INTERVALS {
         return None;
     }
-    let m = median(&mut gaps)?;
+    let m = median(&gaps)?;
     let kept: Vec<f64> = gaps.into_iter().filter(|&g| g <= 1.5 * m).collect();
     Some(kept.iter().sum::<f64>() / kept.len() as f64)
 }

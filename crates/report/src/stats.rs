@@ -51,6 +51,12 @@ impl MedianCi {
     }
 }
 
+/// The median of `x` (the mean of the two middle values for an even count); `None` for an
+/// empty sample or one holding a non-finite value.
+pub fn median(x: &[f64]) -> Option<f64> {
+    median_ci(x).map(|m| m.median)
+}
+
 /// The median of `x` and its distribution-free interval: `[x(k), x(n+1-k)]` for the largest `k`
 /// whose binomial coverage `1 - 2·P(Bin(n, ½) < k)` is at least [`LEVEL`]. `None` for an
 /// empty sample or one holding a non-finite value.

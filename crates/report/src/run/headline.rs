@@ -239,6 +239,7 @@ fn energy_rows(t: &mut TableView, b: &Bundle) {
             m.map_or(NA.into(), |m| format!("{:.1}", m.cv_pct)),
         ];
         let source = match m {
+            Some(m) if m.n == 1 => "baseline NVML, one window".to_string(),
             Some(m) => format!("baseline NVML, median of {} windows", m.n),
             None => format!("baseline NVML, mean of {} instances", e.instances),
         };

@@ -410,3 +410,31 @@ fn nvml_samples_land_on_the_timeline_through_its_epoch() {
         .unwrap()
         .contains("do not overlap"));
 }
+
+/// The viewer benchmark's replication (`examples/replicate_decode.rs`) at a small N: every
+/// timeline column is carried, so the viewer loads the result, and each copied kernel is
+/// attributed to the decode instance of its own copy (issue 15 found the `range` column left
+/// out and the benchmark run refused).
+#[test]
+fn a_replicated_decode_loads_and_keeps_its_attribution() {
+    let (b, t) = fixture_json();
+    let bundle = Bundle::from_json(b).unwrap();
+    let tl = Timeline::from_json(t).unwrap();
+    let (big, big_tl, copies) =
+        llmprof_viewer::replicate::last_decode(&bundle, &tl, 3 * tl.kernels.start.len()).unwrap();
+    assert!(copies >= 3 && big_tl.kernels.start.len() >= 3 * tl.kernels.start.len());
+    let run = Run::new(&big, big_tl).expect("the replicated run loads");
+    let t = &run.timeline;
+    assert_eq!(t.kernels.range.len(), t.kernels.start.len());
+    let last = t.kernels.start.len() - 1;
+    let r = t.kernels.range[last].expect("the last copy's kernel keeps its range") as usize;
+    let decode = &big.stages[t.ranges.stage[r] as usize].name;
+    assert!(decode.contains("decode"), "{decode}");
+    let (rs, re) = run.span_of(Target::Range(r as u32));
+    let (ks, _) = run.span_of(Target::Kernel(last as u32));
+    assert!(
+        rs <= ks && ks <= re + 1_000_000,
+        "kernel at {ks} outside its range [{rs}, {re}]"
+    );
+    assert_eq!(big.timeline.unwrap().kernels, t.kernels.start.len() as u64);
+}

@@ -32,6 +32,7 @@ pub mod lanes;
 pub mod lod;
 pub mod model;
 pub mod range;
+pub mod replicate;
 pub mod run_diff;
 pub mod scene;
 pub mod search;

@@ -638,3 +638,81 @@ fn diff_and_check_per_kernel_and_category() {
             && notes[0].contains("no per-instance kernel samples")
     );
 }
+
+/// `llmprof export --format csv`: the H200 export's stage, kernel and memory tables carry the
+/// headers of NVIDIA's own `nsys stats` reports first, and their values equal those reports'
+/// (integers exactly, one-decimal columns after rounding); a bad run is refused by name.
+#[test]
+fn csv_export_matches_nsys_stats_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--kineto".as_ref(),
+        h200("kineto_trace.json.gz").as_os_str(),
+        "--ncu".as_ref(),
+        h200("ncu_decode_raw.csv").as_os_str(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ]);
+    let run = stdout(&o).lines().last().unwrap().to_string();
+    let out = dir.path().join("tables");
+    let o = llmprof([
+        "export".as_ref(),
+        run.as_ref(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 5, "{}", stdout(&o));
+    for (ours, theirs, key) in [
+        ("stages.csv", "nvtx_sum.csv", "Range"),
+        ("kernels.csv", "cuda_gpu_kern_sum.csv", "Name"),
+        ("mem_ops.csv", "cuda_gpu_mem_time_sum.csv", "Operation"),
+    ] {
+        let nsys_path = h200(&format!("nsys_stats/{theirs}"));
+        let nsys_header: Vec<String> = csv::Reader::from_path(&nsys_path)
+            .unwrap()
+            .headers()
+            .unwrap()
+            .iter()
+            .map(String::from)
+            .collect();
+        let our_header: Vec<String> = csv::Reader::from_path(out.join(ours))
+            .unwrap()
+            .headers()
+            .unwrap()
+            .iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(our_header[..nsys_header.len()], nsys_header[..], "{ours}");
+        let rows = csv_rows(&out.join(ours));
+        let nsys = csv_rows(&nsys_path);
+        assert_eq!(rows.len(), nsys.len(), "{ours}");
+        for theirs in &nsys {
+            let row = rows
+                .iter()
+                .find(|r| r[key] == theirs[key])
+                .unwrap_or_else(|| {
+                    panic!("{ours}: no row {}", theirs[key]);
+                });
+            for col in &nsys_header {
+                match col.as_str() {
+                    "Avg (ns)" | "Med (ns)" | "StdDev (ns)" | "Time (%)" => {
+                        assert_1dp(num(row, col), num(theirs, col), col)
+                    }
+                    _ => assert_eq!(row[col], theirs[col], "{ours} {col} of {}", theirs[key]),
+                }
+            }
+        }
+    }
+    let ops = csv_rows(&out.join("operators.csv"));
+    assert!(ops.len() > 10 && ops.iter().all(|r| num(r, "Calls") >= 1.0));
+    let ncu = csv_rows(&out.join("ncu.csv"));
+    assert!(!ncu.is_empty() && ncu.iter().all(|r| num(r, "Duration (ns)") > 0.0));
+    let bad = llmprof(["export", "/nonexistent", "--format", "csv", "/tmp/x"]);
+    assert!(!bad.status.success() && stderr(&bad).contains("/nonexistent"));
+}

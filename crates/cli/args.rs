@@ -55,6 +55,16 @@ pub enum Command {
     ///
     /// Example: llmprof diff runs/A runs/B --markdown >> "$GITHUB_STEP_SUMMARY"
     Diff(DiffArgs),
+    /// Write a run's tables for other tools: `--format csv DIR` writes stages.csv, kernels.csv,
+    /// mem_ops.csv, operators.csv and ncu.csv.
+    ///
+    /// Columns that mean what an `nsys stats` report's columns mean carry its headers and
+    /// number format: stages.csv starts with nvtx_sum's, kernels.csv with cuda_gpu_kern_sum's,
+    /// mem_ops.csv with cuda_gpu_mem_time_sum's (times in ns; Avg, Med and StdDev with one
+    /// decimal); llmprof's own columns (category, GPU busy, library range, …) follow.
+    ///
+    /// Example: llmprof export runs/20261123-190406-qwen2.5-0.5b-standard --format csv tables/
+    Export(ExportArgs),
     /// Gate a run against a baseline: exit 1 when a budget is exceeded beyond noise.
     ///
     /// Prints the diff and each budget term's verdict either way, and appends both as Markdown
@@ -357,6 +367,26 @@ pub struct ShowArgs {
     /// Rows in the kernel and operator tables.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The run (a run directory or its bundle.json).
+    #[arg(value_name = "RUN")]
+    pub run: PathBuf,
+    /// What to write.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// The directory the files go to (made if missing; files of the same names are replaced).
+    #[arg(value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One CSV file per table, for spreadsheets.
+    Csv,
 }
 
 #[derive(Debug, Args)]

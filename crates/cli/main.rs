@@ -7,6 +7,7 @@ mod analyze_cmd;
 mod args;
 mod capture_cmd;
 mod diff_cmd;
+mod export_cmd;
 mod ingest_cmd;
 mod show;
 mod site_cmd;
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
         args::Command::Show(a) => show::run(a.into_config()),
         args::Command::Analyze(a) => analyze_cmd::run(a),
         args::Command::Diff(a) => diff_cmd::run(a),
+        args::Command::Export(a) => export_cmd::run(a),
         args::Command::Check(a) => diff_cmd::check(a),
         args::Command::Site(args::SiteCommand::Build(a)) => site_cmd::build(a),
         args::Command::Capture(a) => capture_cmd::run(a),

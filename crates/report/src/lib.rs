@@ -16,6 +16,7 @@
 
 pub mod before_after;
 pub mod compare;
+pub mod csv_export;
 pub mod diff;
 mod diff_kernels;
 pub mod fmt;

@@ -632,6 +632,46 @@ fn ctrl_c_stops_the_pass_keeps_a_partial_run_and_exits_130() {
     );
 }
 
+/// The sample run's NVML series, captured before the resolution fields, with them read from
+/// the data: sampled every ~24.3 ms (nominal 20), power and counter refreshed every ~100 ms.
+fn resolution_read_from_the_series(
+    run: &str,
+    b: &llmprof_bundle::Bundle,
+) -> llmprof_bundle::NvmlSeries {
+    let mut n = b.nvml.clone().unwrap();
+    assert_eq!(n.power_source.as_deref(), Some("instant"), "{run}");
+    assert_eq!(
+        n.measured_interval_ms, None,
+        "{run}: captured before the field"
+    );
+    llmprof_capture::resolution::describe(&mut n);
+    let period = n.measured_interval_ms.unwrap();
+    assert!(
+        (period - 24.3).abs() < 0.2,
+        "{run}: sampled every {period} ms"
+    );
+    for refresh in [n.power_update_ms.unwrap(), n.energy_update_ms.unwrap()] {
+        assert!(
+            (refresh - 100.0).abs() < 3.0,
+            "{run}: refreshed every {refresh} ms"
+        );
+    }
+    n
+}
+
+/// A stage's wall-clock windows in the driver's `baseline.json`, one per iteration.
+fn stage_windows(base: &serde_json::Value, stage: &str) -> Vec<(i64, i64)> {
+    base["iterations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|it| {
+            let w = &it[format!("{stage}_window_ns")];
+            (w[0].as_i64().unwrap(), w[1].as_i64().unwrap())
+        })
+        .collect()
+}
+
 /// The sample runs' energy per stage is the power samples integrated over the stage windows the
 /// baseline pass recorded: recomputed here from the bundle's NVML series and
 /// `raw/baseline/baseline.json`, it matches the bundle, the J/token uses the run's tokens, the
@@ -654,40 +694,14 @@ fn sample_runs_energy_is_the_power_integral_over_the_baseline_stage_windows() {
         )
         .unwrap();
         let c = b.capture.as_ref().unwrap();
-        let mut n = b.nvml.clone().unwrap();
-        assert_eq!(n.power_source.as_deref(), Some("instant"), "{run}");
-        assert_eq!(
-            n.measured_interval_ms, None,
-            "{run}: captured before the field"
-        );
-        llmprof_capture::resolution::describe(&mut n);
-        let period = n.measured_interval_ms.unwrap();
-        assert!(
-            (period - 24.3).abs() < 0.2,
-            "{run}: sampled every {period} ms"
-        );
-        for refresh in [n.power_update_ms.unwrap(), n.energy_update_ms.unwrap()] {
-            assert!(
-                (refresh - 100.0).abs() < 3.0,
-                "{run}: refreshed every {refresh} ms"
-            );
-        }
-        let n = &n;
+        let n = &resolution_read_from_the_series(run, &b);
         let base: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(dir.join("raw/baseline/baseline.json")).unwrap(),
         )
         .unwrap();
         let limit = c.snapshot.power_limit_w.unwrap();
         for (stage, tokens) in [("prefill", prompt_tokens), ("decode", 64)] {
-            let windows: Vec<(i64, i64)> = base["iterations"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|it| {
-                    let w = &it[format!("{stage}_window_ns")];
-                    (w[0].as_i64().unwrap(), w[1].as_i64().unwrap())
-                })
-                .collect();
+            let windows = stage_windows(&base, stage);
             assert_eq!(windows.len(), 3, "{run} {stage}");
             let w = llmprof_capture::energy::EnergyWindows {
                 stage: stage.into(),

@@ -502,10 +502,13 @@ pub enum GraphTrace {
 }
 
 /// How a stage was marked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum StageKind {
     /// NVTX push/pop range (`nsys` style "PushPop").
+    #[default]
     PushPop,
     /// NVTX start/end range (`nsys` style "StartEnd").
     StartEnd,
@@ -518,7 +521,7 @@ pub enum StageKind {
 /// Attribution follows Nsight Systems' NVTX projection: a GPU op belongs to a range instance when
 /// the CUDA API call that launched it (joined on the correlation id) started inside the range on
 /// the range's thread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
     /// Index of this stage in `stages[]`.
     pub id: u32,

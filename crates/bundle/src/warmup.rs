@@ -129,7 +129,6 @@ fn inside(spans: &[(u64, i64, i64)], inst: &StageInstance) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Distribution, StageKind};
 
     fn inst(tid: u64, start: i64, end: i64) -> StageInstance {
         StageInstance {
@@ -149,27 +148,11 @@ mod tests {
     fn stage(id: u32, name: &str, depth: u32, instances: Vec<StageInstance>) -> Stage {
         Stage {
             id,
-            domain: String::new(),
             name: name.into(),
-            kind: StageKind::PushPop,
-            parent: None,
-            parents: Vec::new(),
             depth,
             instances: instances.len() as u64,
-            wall_ns: 0,
-            wall: Distribution::default(),
-            gpu_proj_ns: 0,
-            gpu_ops: 0,
-            kernel_ns: 0,
-            kernels: 0,
-            launches: 0,
-            launch_api_ns: 0,
-            gpu_busy_ns: 0,
-            gpu_busy_pct: 0.0,
-            graph_launches: 0,
-            graph_kernels: 0,
-            graph_busy_ns: 0,
             instance_list: instances,
+            ..Stage::default()
         }
     }
 

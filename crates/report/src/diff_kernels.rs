@@ -200,9 +200,7 @@ fn concat<'a>(
 
 #[cfg(test)]
 mod tests {
-    use llmprof_bundle::{
-        CategorySamples, Distribution, Kernel, KernelSamples, OpKind, StageInstance, StageKind,
-    };
+    use llmprof_bundle::{CategorySamples, Kernel, KernelSamples, OpKind, StageInstance};
 
     use super::*;
     use crate::diff::{verdict_text, Diff};
@@ -267,28 +265,10 @@ mod tests {
             })
             .collect();
         b.stages.push(Stage {
-            id: 0,
-            domain: String::new(),
             name: "decode".into(),
-            kind: StageKind::PushPop,
-            parent: None,
-            parents: Vec::new(),
-            depth: 0,
             instances: gemm.len() as u64,
-            wall_ns: 0,
-            wall: Distribution::default(),
-            gpu_proj_ns: 0,
-            gpu_ops: 0,
-            kernel_ns: 0,
-            kernels: 0,
-            launches: 0,
-            launch_api_ns: 0,
-            gpu_busy_ns: 0,
-            gpu_busy_pct: 0.0,
-            graph_launches: 0,
-            graph_kernels: 0,
-            graph_busy_ns: 0,
             instance_list,
+            ..Stage::default()
         });
         b.kernels = vec![
             kernel(

@@ -9,15 +9,20 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use crate::common::*;
-use llmprof_bundle::{Bundle, Distribution, OpKind};
+use llmprof_bundle::{Bundle, Distribution, OpKind, Timeline};
 use llmprof_ingest::{ingest, IngestRequest};
 
 fn ingest_nsys(path: std::path::PathBuf) -> Bundle {
+    ingest_nsys_with_timeline(path).0
+}
+
+fn ingest_nsys_with_timeline(path: std::path::PathBuf) -> (Bundle, Timeline) {
     let req = IngestRequest {
         nsys: Some(path),
         ..Default::default()
     };
-    ingest(&req, &mut |_| {}).expect("ingest").bundle
+    let done = ingest(&req, &mut |_| {}).expect("ingest");
+    (done.bundle, done.timeline.expect("a timeline"))
 }
 
 fn bundle() -> &'static Bundle {
@@ -255,12 +260,28 @@ fn check_nvtx_sum(b: &Bundle, stats: &std::path::Path) {
         assert_1dp(s.wall.mean_ns, num(&row, "Avg (ns)"), "avg");
         assert_1dp(s.wall.median_ns, num(&row, "Med (ns)"), "median");
         assert_1dp(s.wall.std_ns, num(&row, "StdDev (ns)"), "std");
-        assert_eq!(row["Style"], "PushPop");
+        let style = match s.kind {
+            llmprof_bundle::StageKind::StartEnd => "StartEnd",
+            _ => "PushPop",
+        };
+        assert_eq!(row["Style"], style, "{}", s.name);
     }
 }
 
 fn check_nvtx_gpu_proj_sum(b: &Bundle, stats: &std::path::Path) {
-    for row in csv_rows(&stats.join("nvtx_gpu_proj_sum.csv")) {
+    let rows = csv_rows(&stats.join("nvtx_gpu_proj_sum.csv"));
+    // nsys prints only ranges that GPU work was projected onto: the others have none here.
+    for s in &b.stages {
+        let listed = rows
+            .iter()
+            .any(|r| r["Range"] == format!("{}:{}", s.domain, s.name));
+        assert!(
+            listed || s.gpu_ops == 0,
+            "{}: GPU ops nsys did not project",
+            s.name
+        );
+    }
+    for row in rows {
         let s = stage(b, &row["Range"]);
         assert_eq!(
             s.gpu_proj_ns as f64,
@@ -343,42 +364,56 @@ fn memory_ops_equal_cuda_gpu_mem_time_sum() {
 
 #[test]
 fn per_stage_kernel_breakdown_equals_nvtx_kern_sum() {
-    let b = bundle();
+    let (b, t) = ingest_nsys_with_timeline(h200("nsys_export.sqlite.gz"));
+    check_nvtx_kern_sum(&b, &t, &h200("nsys_stats"));
+}
+
+/// `nvtx_kern_sum` prints a row per (range, thread, kernel): summed over threads, each is the
+/// kernel's row in that stage; rows without a range are the kernels outside every range.
+fn check_nvtx_kern_sum(b: &Bundle, timeline: &Timeline, stats: &std::path::Path) {
+    let mut expected: HashMap<(String, String), (f64, f64)> = HashMap::new();
     let mut unattributed_kernels = 0.0;
-    for row in csv_rows(&h200("nsys_stats/nvtx_kern_sum.csv")) {
-        let name = row["Kernel Name"].as_str();
-        let k = b
-            .kernels
-            .iter()
-            .find(|k| k.name == name)
-            .unwrap_or_else(|| panic!("no kernel {name}"));
+    for row in csv_rows(&stats.join("nvtx_kern_sum.csv")) {
         if row["NVTX Range"].is_empty() {
             unattributed_kernels += num(&row, "Kern Inst");
             continue;
         }
-        let s = stage(b, &row["NVTX Range"]);
+        let e = expected
+            .entry((row["NVTX Range"].clone(), row["Kernel Name"].clone()))
+            .or_default();
+        e.0 += num(&row, "Kern Inst");
+        e.1 += num(&row, "Total Time (ns)");
+    }
+    for ((range, name), (calls, total)) in &expected {
+        let k = b
+            .kernels
+            .iter()
+            .find(|k| &k.name == name)
+            .unwrap_or_else(|| panic!("no kernel {name}"));
+        let s = stage(b, range);
         let by = k
             .by_stage
             .iter()
             .find(|x| x.stage == s.id)
             .unwrap_or_else(|| panic!("{name} has no {} row", s.name));
         assert_eq!(
-            by.calls as f64,
-            num(&row, "Kern Inst"),
-            "{name} in {}",
-            s.name
-        );
-        assert_eq!(
-            by.total_ns as f64,
-            num(&row, "Total Time (ns)"),
+            (by.calls as f64, by.total_ns as f64),
+            (*calls, *total),
             "{name} in {}",
             s.name
         );
     }
-    let attributed: u64 = b.stages.iter().map(|s| s.kernels).sum();
+    let kernels = b.kernels.iter().filter(|k| k.kind == OpKind::Kernel);
+    let rows: usize = kernels.map(|k| k.by_stage.len()).sum();
+    assert_eq!(rows, expected.len(), "no (stage, kernel) row nsys lacks");
+    let outside = timeline
+        .kernels
+        .range
+        .iter()
+        .filter(|r| r.is_none())
+        .count();
     assert_eq!(
-        b.totals.kernels as f64 - attributed as f64,
-        unattributed_kernels,
+        outside as f64, unattributed_kernels,
         "kernels outside every range"
     );
 }
@@ -432,4 +467,30 @@ fn timeline_holds_every_gpu_op_and_range() {
         .all(|&k| b.kernels[k as usize].kind == OpKind::Kernel));
     let staged = t.kernels.stage.iter().filter(|s| s.is_some()).count() as u64;
     assert_eq!(staged, b.stages.iter().map(|s| s.kernels).sum::<u64>());
+}
+
+/// NVTX edge cases on an H100 (`h100-nvtx-edges/`): ranges on two threads at once, start/end
+/// ranges that overlap without nesting, a start/end range ended on another thread, and kernels
+/// that run after their range closed. NVIDIA's `nsys stats` of the same export is the oracle,
+/// in both directions: every row it prints is matched, and the bundle has no extra ones.
+#[test]
+fn nvtx_edge_cases_equal_nsys_stats() {
+    let (b, t) = ingest_nsys_with_timeline(fixture("h100-nvtx-edges/nsys_export.sqlite.gz"));
+    let stats = fixture("h100-nvtx-edges/nsys_stats");
+    check_nvtx_sum(&b, &stats);
+    check_nvtx_gpu_proj_sum(&b, &stats);
+    check_cuda_gpu_kern_sum(&b, &stats);
+    check_nvtx_kern_sum(&b, &t, &stats);
+    let cross = stage(&b, ":cross_thread");
+    let overlap_b = stage(&b, ":overlap_b");
+    assert_eq!(
+        (cross.instances, cross.gpu_ops),
+        (3, 0),
+        "wall kept, no projection"
+    );
+    assert_eq!(
+        (overlap_b.parent, overlap_b.depth),
+        (None, 0),
+        "overlaps, not nested"
+    );
 }

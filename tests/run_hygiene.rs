@@ -143,6 +143,7 @@ fn reconverted(b: &Bundle, t: &Timeline) -> Vec<Stage> {
         let s = &b.stages[r.stage[i] as usize];
         let start = t.t0_ns + r.start[i] as i64;
         c.handle_range(RangeRecord {
+            ended_on_other_thread: false,
             thread: r.tid[i],
             tid: r.tid[i],
             domain: &s.domain,
@@ -237,6 +238,7 @@ fn a_workload_range_in_two_stages_is_a_row_that_says_where() {
         ("scan", 210, 220),
     ] {
         c.handle_range(RangeRecord {
+            ended_on_other_thread: false,
             thread: 1,
             tid: 1,
             domain: "",

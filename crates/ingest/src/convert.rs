@@ -54,6 +54,9 @@ struct RangeAcc {
     stage: u32,
     start: i64,
     end: i64,
+    /// GPU work launched inside the range belongs to it (not so for a range ended on another
+    /// thread, as Nsight Systems projects it).
+    projects: bool,
 }
 
 #[derive(Debug)]
@@ -142,6 +145,7 @@ impl TraceConverter {
             stage,
             start: r.start,
             end: r.end,
+            projects: !r.ended_on_other_thread,
         });
     }
 
@@ -871,13 +875,15 @@ impl Nesting {
         let mut stacks: HashMap<u64, Vec<usize>> = HashMap::default();
         for &i in &order {
             let r = &ranges[i];
-            let stack = stacks.entry(r.thread).or_default();
-            while stack.last().is_some_and(|&top| ranges[top].end <= r.start) {
-                stack.pop();
-            }
-            depth[i] = stack.len() as u32;
-            parent[i] = stack.last().map(|&p| p as u32);
-            stack.push(i);
+            // The thread's open ranges, by start. A range nests in those that contain it
+            // whole; start/end ranges can overlap without nesting, and then neither is the
+            // other's parent (Nsight Systems' range level).
+            let open = stacks.entry(r.thread).or_default();
+            open.retain(|&o| ranges[o].end > r.start);
+            let mut containing = open.iter().filter(|&&o| ranges[o].end >= r.end);
+            depth[i] = containing.clone().count() as u32;
+            parent[i] = containing.next_back().map(|&p| p as u32);
+            open.push(i);
         }
         Nesting {
             order,
@@ -900,9 +906,9 @@ struct Attribution {
 
 impl Attribution {
     fn of(ranges: &[RangeAcc], launches: &[LaunchRecord], ops: &[OpAcc]) -> Attribution {
-        // Ranges per thread, by start.
+        // Ranges per thread, by start; a range ended on another thread owns no GPU work.
         let mut thread_ranges: HashMap<u64, Vec<usize>> = HashMap::default();
-        for (i, r) in ranges.iter().enumerate() {
+        for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.projects) {
             thread_ranges.entry(r.thread).or_default().push(i);
         }
         for list in thread_ranges.values_mut() {
@@ -1041,6 +1047,7 @@ mod tests {
 
     fn range(thread: u64, name: &str, start: i64, end: i64) -> RangeRecord<'_> {
         RangeRecord {
+            ended_on_other_thread: false,
             thread,
             tid: thread,
             domain: "",

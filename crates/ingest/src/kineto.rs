@@ -94,6 +94,7 @@ pub fn read(
     if let Some(conv) = conv {
         for a in &annotations {
             conv.handle_range(RangeRecord {
+                ended_on_other_thread: false,
                 thread: a.thread,
                 tid: a.tid,
                 domain: "",

@@ -347,8 +347,14 @@ impl Export<'_> {
         } else {
             "0"
         };
+        let end_tid_expr = if cols.contains("endGlobalTid") {
+            "endGlobalTid"
+        } else {
+            "NULL"
+        };
         let sql = format!(
-            "SELECT start, end, eventType, {text_expr}, globalTid, {domain_expr} FROM {nvtx}"
+            "SELECT start, end, eventType, {text_expr}, globalTid, {domain_expr}, {end_tid_expr} \
+             FROM {nvtx}"
         );
         let mut stmt = self
             .conn
@@ -364,6 +370,7 @@ impl Export<'_> {
                 text: text.or_else(|| text_id.and_then(|i| strings.get(&i).cloned())),
                 tid: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
                 domain: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
+                end_tid: r.get::<_, Option<i64>>(7)?.map(|t| t as u64),
             })
         })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
@@ -812,6 +819,8 @@ struct NvtxRow {
     text: Option<String>,
     tid: u64,
     domain: i64,
+    /// `endGlobalTid`: the thread that ended a start/end range, when the export records it.
+    end_tid: Option<u64>,
 }
 
 impl NvtxRow {
@@ -853,6 +862,7 @@ impl NvtxRow {
             kind,
             start,
             end,
+            ended_on_other_thread: self.end_tid.is_some_and(|t| t != self.tid),
         });
     }
 }

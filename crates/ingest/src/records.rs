@@ -19,6 +19,10 @@ pub struct RangeRecord<'a> {
     pub kind: StageKind,
     pub start: i64,
     pub end: i64,
+    /// The range was ended on another thread than the one that started it (an NVTX start/end
+    /// range can be). Nsight Systems projects no GPU work onto such a range: the launches of
+    /// neither thread belong to it. Its wall time still counts.
+    pub ended_on_other_thread: bool,
 }
 
 /// A CUDA API call that may have launched GPU work (runtime or driver API).

@@ -258,7 +258,7 @@ fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
 }
 
 /// Runs `llmprof capture --cmd` with profilers hidden, so the test means the same everywhere.
-fn capture_cmd(args: &[&std::ffi::OsStr]) -> std::process::Command {
+pub(crate) fn capture_cmd(args: &[&std::ffi::OsStr]) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_llmprof"));
     c.arg("capture")
         .args(args)
@@ -268,7 +268,7 @@ fn capture_cmd(args: &[&std::ffi::OsStr]) -> std::process::Command {
     c
 }
 
-fn only_run(runs: &Path) -> std::path::PathBuf {
+pub(crate) fn only_run(runs: &Path) -> std::path::PathBuf {
     let dirs: Vec<_> = std::fs::read_dir(runs)
         .unwrap()
         .flatten()
@@ -335,6 +335,7 @@ fn a_command_runs_as_the_baseline_and_records_what_is_missing() {
         "prefill,decode".as_ref(),
         "--repeats".as_ref(),
         "2".as_ref(),
+        "--allow-empty".as_ref(),
         "--out".as_ref(),
         runs.as_os_str(),
     ])
@@ -434,6 +435,7 @@ fn repeats_auto_adds_baseline_runs_and_overhead_compares_stage_windows() {
         "--repeats-cap".as_ref(),
         "1".as_ref(),
         "--no-pin".as_ref(),
+        "--allow-empty".as_ref(),
         "--out".as_ref(),
         runs.as_os_str(),
     ])
@@ -485,6 +487,47 @@ fn repeats_auto_adds_baseline_runs_and_overhead_compares_stage_windows() {
     );
     assert_eq!(o[0].basis.as_deref(), Some("stage windows"));
     assert!((o[0].overhead_pct - 50.0).abs() < 1e-9, "{o:?}");
+}
+
+/// No GPU, no profiler: the run is written, but the last line says nothing was captured and
+/// the exit code is 1, unless `--allow-empty`.
+#[test]
+fn a_capture_that_captured_nothing_says_so_and_fails_unless_allowed() {
+    if Path::new("/dev/nvidiactl").exists() {
+        eprintln!("a GPU is present: an empty capture is not exercised here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let args = ["--cmd", "true", "--mode", "light", "--no-pin", "--out"];
+    let mut argv: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    argv.push(runs.as_os_str());
+    let o = capture_cmd(&argv).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: captured nothing in ")
+            && last.contains("no profiler trace")
+            && last.contains("--allow-empty"),
+        "{err}"
+    );
+    let run = only_run(&runs);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        run.to_string_lossy()
+    );
+    argv.push("--allow-empty".as_ref());
+    let o = capture_cmd(&argv).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("captured in "),
+        "{err}"
+    );
 }
 
 #[test]

@@ -204,6 +204,42 @@ fn a_broken_target_names_the_file_and_the_problem() {
     );
 }
 
+/// Every target error names the file, the key and shows how the section looks when right.
+#[test]
+fn target_errors_name_the_file_the_key_and_an_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "[model]\n[model.config]\nmodel_type = \"qwen2\"\n";
+    let inputs = "[inputs]\nprompt_tokens = 8\nmax_new_tokens = 2\n";
+    for (body, key, example) in [
+        (format!("name = \"x\"\n{model}"), "`[inputs]` is missing", "max_new_tokens = 64"),
+        (
+            format!("name = \"x\"\n{model}[inputs]\nprompt_tokens = \"many\"\nmax_new_tokens = 1\n"),
+            "`inputs.prompt_tokens`: invalid type: string \"many\"",
+            "prompt_tokens = 512",
+        ),
+        (
+            format!("name = \"x\"\n{model}{inputs}[run]\nrepeatz = 3\n"),
+            "`run.repeatz`: unknown key; expected one of `warmup`, `repeats`",
+            "repeats = 6",
+        ),
+        (
+            format!("name = \"x\"\n[model]\ndtype = \"fp8\"\n[model.config]\nmodel_type = \"qwen2\"\n{inputs}"),
+            "[model] dtype `fp8`: use bfloat16, float16 or float32",
+            "[model.config]",
+        ),
+        (format!("{model}{inputs}"), "`name` is missing", "name = \"qwen2.5-0.5b\""),
+    ] {
+        let t = dir.path().join("broken.toml");
+        std::fs::write(&t, &body).unwrap();
+        let o = llmprof(["capture".as_ref(), "--target".as_ref(), t.as_os_str(), "--dry-run".as_ref()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        for needle in [&format!("target `{}`", t.display()), key, example] {
+            assert!(err.contains(needle), "lacks {needle}:\n{err}");
+        }
+    }
+}
+
 #[test]
 fn sample_runs_carry_their_capture_record() {
     for run in [

@@ -234,7 +234,7 @@ fn warmup_note<'a>(bundle: &Bundle, headline: impl Iterator<Item = &'a Stage>) -
         return Some(format!(
             "TTFT and TPOT over the measured instances: {} ({})",
             counts.join(", "),
-            w.describe()
+            crate::paths::shown_in(&w.describe())
         ));
     }
     let several = headline.iter().any(|s| s.instances > 1);

@@ -118,7 +118,7 @@ fn dry_run_shows_set_overrides_and_the_graph_trace_level() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
         err.contains("qwen2.5-0.5b.toml")
-            && err.contains("unknown field `compil`")
+            && err.contains("`optimize.compil`: unknown key")
             && err.contains("--set optimize.compil=default"),
         "{err}"
     );

@@ -519,7 +519,7 @@ mod tests {
         );
         assert_eq!(Target::load(&path).unwrap().optimize, Optimize::default());
         for (bad, says) in [
-            ("optimize.compil=default", "unknown field `compil`"),
+            ("optimize.compil=default", "`optimize.compil`: unknown key"),
             ("optimize.compile=fast", "unknown variant `fast`"),
             ("name.x=1", "is a value, not a table"),
             ("run.repeats=0", "repeats must be > 0"),
@@ -552,7 +552,7 @@ mod tests {
             ("name = \"x\"\n[model]\n[inputs]\nprompt_tokens = 1\nmax_new_tokens = 1\n", "needs `config`"),
             ("name = \"x\"\n[model]\ndtype = \"int3\"\n[model.config]\nmodel_type = \"qwen2\"\n[inputs]\nprompt_tokens = 1\nmax_new_tokens = 1\n", "dtype"),
             ("name = \"x\"\n[model.config]\nmodel_type = \"qwen2\"\n[inputs]\nprompt_tokens = 0\nmax_new_tokens = 1\n", "> 0"),
-            ("name = \"x\"\nbogus = 1\n", "unknown field"),
+            ("name = \"x\"\nbogus = 1\n", "`bogus`: unknown key"),
             ("not toml at all [", "TOML"),
         ];
         for (body, says) in cases {

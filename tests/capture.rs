@@ -118,7 +118,7 @@ fn dry_run_shows_set_overrides_and_the_graph_trace_level() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
         err.contains("qwen2.5-0.5b.toml")
-            && err.contains("unknown field `compil`")
+            && err.contains("`optimize.compil`: unknown key")
             && err.contains("--set optimize.compil=default"),
         "{err}"
     );
@@ -204,6 +204,42 @@ fn a_broken_target_names_the_file_and_the_problem() {
     );
 }
 
+/// Every target error names the file, the key and shows how the section looks when right.
+#[test]
+fn target_errors_name_the_file_the_key_and_an_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "[model]\n[model.config]\nmodel_type = \"qwen2\"\n";
+    let inputs = "[inputs]\nprompt_tokens = 8\nmax_new_tokens = 2\n";
+    for (body, key, example) in [
+        (format!("name = \"x\"\n{model}"), "`[inputs]` is missing", "max_new_tokens = 64"),
+        (
+            format!("name = \"x\"\n{model}[inputs]\nprompt_tokens = \"many\"\nmax_new_tokens = 1\n"),
+            "`inputs.prompt_tokens`: invalid type: string \"many\"",
+            "prompt_tokens = 512",
+        ),
+        (
+            format!("name = \"x\"\n{model}{inputs}[run]\nrepeatz = 3\n"),
+            "`run.repeatz`: unknown key; expected one of `warmup`, `repeats`",
+            "repeats = 6",
+        ),
+        (
+            format!("name = \"x\"\n[model]\ndtype = \"fp8\"\n[model.config]\nmodel_type = \"qwen2\"\n{inputs}"),
+            "[model] dtype `fp8`: use bfloat16, float16 or float32",
+            "[model.config]",
+        ),
+        (format!("{model}{inputs}"), "`name` is missing", "name = \"qwen2.5-0.5b\""),
+    ] {
+        let t = dir.path().join("broken.toml");
+        std::fs::write(&t, &body).unwrap();
+        let o = llmprof(["capture".as_ref(), "--target".as_ref(), t.as_os_str(), "--dry-run".as_ref()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        for needle in [&format!("target `{}`", t.display()), key, example] {
+            assert!(err.contains(needle), "lacks {needle}:\n{err}");
+        }
+    }
+}
+
 #[test]
 fn sample_runs_carry_their_capture_record() {
     for run in [
@@ -258,7 +294,7 @@ fn the_ocr_sample_run_has_vision_stages_matching_the_analytic_model() {
 }
 
 /// Runs `llmprof capture --cmd` with profilers hidden, so the test means the same everywhere.
-fn capture_cmd(args: &[&std::ffi::OsStr]) -> std::process::Command {
+pub(crate) fn capture_cmd(args: &[&std::ffi::OsStr]) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_llmprof"));
     c.arg("capture")
         .args(args)
@@ -268,7 +304,7 @@ fn capture_cmd(args: &[&std::ffi::OsStr]) -> std::process::Command {
     c
 }
 
-fn only_run(runs: &Path) -> std::path::PathBuf {
+pub(crate) fn only_run(runs: &Path) -> std::path::PathBuf {
     let dirs: Vec<_> = std::fs::read_dir(runs)
         .unwrap()
         .flatten()
@@ -335,6 +371,7 @@ fn a_command_runs_as_the_baseline_and_records_what_is_missing() {
         "prefill,decode".as_ref(),
         "--repeats".as_ref(),
         "2".as_ref(),
+        "--allow-empty".as_ref(),
         "--out".as_ref(),
         runs.as_os_str(),
     ])
@@ -434,6 +471,7 @@ fn repeats_auto_adds_baseline_runs_and_overhead_compares_stage_windows() {
         "--repeats-cap".as_ref(),
         "1".as_ref(),
         "--no-pin".as_ref(),
+        "--allow-empty".as_ref(),
         "--out".as_ref(),
         runs.as_os_str(),
     ])
@@ -485,6 +523,47 @@ fn repeats_auto_adds_baseline_runs_and_overhead_compares_stage_windows() {
     );
     assert_eq!(o[0].basis.as_deref(), Some("stage windows"));
     assert!((o[0].overhead_pct - 50.0).abs() < 1e-9, "{o:?}");
+}
+
+/// No GPU, no profiler: the run is written, but the last line says nothing was captured and
+/// the exit code is 1, unless `--allow-empty`.
+#[test]
+fn a_capture_that_captured_nothing_says_so_and_fails_unless_allowed() {
+    if Path::new("/dev/nvidiactl").exists() {
+        eprintln!("a GPU is present: an empty capture is not exercised here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let args = ["--cmd", "true", "--mode", "light", "--no-pin", "--out"];
+    let mut argv: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    argv.push(runs.as_os_str());
+    let o = capture_cmd(&argv).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: captured nothing in ")
+            && last.contains("no profiler trace")
+            && last.contains("--allow-empty"),
+        "{err}"
+    );
+    let run = only_run(&runs);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        run.to_string_lossy()
+    );
+    argv.push("--allow-empty".as_ref());
+    let o = capture_cmd(&argv).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("captured in "),
+        "{err}"
+    );
 }
 
 #[test]

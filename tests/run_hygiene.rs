@@ -349,3 +349,69 @@ fn leading_warmup_instances_are_left_out_of_ttft_and_the_run_says_so() {
     assert!(o.status.success());
     assert_eq!(ttft(&plain).0, 2);
 }
+
+/// A run ingested from absolute paths keeps them in the bundle (as given), but no view quotes
+/// them: `show`'s model line, its findings and inputs, and the run page name `…/config.json`.
+#[test]
+fn views_never_quote_absolute_paths_of_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("metadata.json");
+    std::fs::write(
+        &meta,
+        r#"{"batch_size": 1, "prompt_tokens": 512, "decode_steps": [2, 16], "prefill_logits": 512}"#,
+    )
+    .unwrap();
+    let runs = dir.path().join("runs");
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--model-config".as_ref(),
+        h200("config.json").as_os_str(),
+        "--metadata".as_ref(),
+        meta.as_os_str(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let b = llmprof_store::read_bundle(Path::new(&run)).unwrap();
+    let evidence: Vec<&String> = b
+        .analysis
+        .iter()
+        .flat_map(|a| &a.findings)
+        .flat_map(|f| &f.evidence)
+        .collect();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains(&meta.display().to_string())),
+        "the stored evidence quotes the metadata file as given: {evidence:#?}"
+    );
+    let show = llmprof(["show", run.as_str()]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("  model     qwen2 (…/config.json)"), "{text}");
+    assert!(text.contains("metadata `…/metadata.json`"), "{text}");
+    let site = dir.path().join("site");
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+    ]);
+    assert!(o.status.success());
+    let id = Path::new(&run).file_name().unwrap();
+    let page = std::fs::read_to_string(site.join("runs").join(id).join("index.html")).unwrap();
+    for (what, text) in [("show", text.as_ref()), ("run page", page.as_str())] {
+        for host in [dir.path(), &fixture(H200)] {
+            let host = host.display().to_string();
+            assert!(!text.contains(&host), "{what} quotes `{host}`");
+        }
+    }
+}

@@ -393,3 +393,60 @@ fn compiled_run_page_shows_graphs_and_compile(site: &Path) {
         "{md}"
     );
 }
+
+/// The GitHub Pages workflow's "Build the site" step, run as the workflow runs it (its
+/// `$HOME/.llmprof/bin/llmprof` this build's binary): with a `runs/` directory it publishes
+/// those runs; the artifact it uploads and the deploy action are the ones Pages needs.
+#[test]
+fn the_pages_workflow_builds_the_site_from_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let yml = read(&root.join(".github/workflows/pages.yml"));
+    for needle in [
+        "actions/upload-pages-artifact@v3",
+        "path: _site",
+        "actions/deploy-pages@v4",
+        "pages: write",
+        "id-token: write",
+        "cargo install --path . --locked",
+    ] {
+        assert!(yml.contains(needle), "pages.yml lacks {needle}");
+    }
+    let step = yml
+        .split("- name: Build the site\n        run: |\n")
+        .nth(1)
+        .expect("a `Build the site` step with a run block");
+    let script: String = step
+        .lines()
+        .take_while(|l| l.starts_with("          "))
+        .map(|l| format!("{}\n", l.trim_start()))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("home/.llmprof/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_llmprof"), bin.join("llmprof")).unwrap();
+    let run = "20261123-190110-qwen2.5-0.5b-light";
+    let src = fixture("sample-runs").join(run);
+    std::fs::create_dir_all(dir.path().join("runs").join(run)).unwrap();
+    for f in ["bundle.json", "timeline.json.gz"] {
+        std::fs::copy(src.join(f), dir.path().join("runs").join(run).join(f)).unwrap();
+    }
+    let o = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .env("HOME", dir.path().join("home"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{script}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let index = read(&dir.path().join("_site/index.html"));
+    assert!(index.contains(run), "{index}");
+    assert!(dir
+        .path()
+        .join("_site/runs")
+        .join(run)
+        .join("index.html")
+        .is_file());
+}

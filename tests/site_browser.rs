@@ -88,3 +88,64 @@ fn pages_load_without_console_errors_over_http_and_file() {
     let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("site-run-page.png");
     let _ = std::fs::copy(&png, &keep);
 }
+
+/// The site served under `/repo-name/`, as GitHub Pages serves a project site: every page it
+/// links to loads in Chromium, and every link, script, stylesheet and file it names answers,
+/// without a request leaving the sub-path (tests/browser/subpath.mjs crawls it).
+#[test]
+fn the_site_works_under_a_sub_path() {
+    let (Some(browser), Some(node)) = (chromium(), crate::viewer_browser::node_with_playwright())
+    else {
+        if std::env::var_os("LLMPROF_REQUIRE_BROWSER").is_some() {
+            panic!(
+                "chromium, node or playwright-core is missing but LLMPROF_REQUIRE_BROWSER is set"
+            );
+        }
+        eprintln!("sub-path browser test did not run: needs chromium, node and `npm ci --prefix tests/browser`");
+        return;
+    };
+    let (dir, _runs, site) = build_sample_site();
+    let parent = dir.path().join("pages");
+    std::fs::create_dir_all(&parent).unwrap();
+    std::os::unix::fs::symlink(&site, parent.join("repo-name")).unwrap();
+    let port = serve(parent);
+    let base = format!("http://127.0.0.1:{port}/repo-name/");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/subpath.mjs");
+    let o = Command::new(node)
+        .arg(script)
+        .arg(&browser)
+        .arg(&base)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let res: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let pages: Vec<&str> = res["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["url"].as_str().unwrap())
+        .collect();
+    for want in [
+        "./",
+        "compare.html",
+        "timeline.html",
+        "runs/20261121-235636-sample/index.html",
+    ] {
+        assert!(
+            pages.iter().any(|p| p.ends_with(want) || *p == want),
+            "{want} not crawled: {pages:?}"
+        );
+    }
+    let files = res["files"].as_array().unwrap();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.as_str().unwrap().ends_with("report.md")),
+        "{files:?}"
+    );
+}

@@ -10,6 +10,7 @@ mod charts;
 mod cli;
 mod kineto_trace;
 mod nsys_stats_match;
+mod python_package;
 mod run_hygiene;
 mod site;
 mod site_browser;

@@ -19,7 +19,7 @@ use llmprof_viewer::hash::ViewState;
 use llmprof_viewer::model::Run;
 use llmprof_viewer::{fmt, range};
 
-fn node_with_playwright() -> Option<PathBuf> {
+pub(crate) fn node_with_playwright() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let installed = root
         .join("tests/browser/node_modules/playwright-core/package.json")

@@ -94,14 +94,23 @@ pub enum Command {
     ///
     /// Bring your own workload with --cmd: the command runs with `sh -c` as the baseline pass
     /// (timed, NVML sampled; --repeats runs), then under nsys (standard) and ncu (deep). Mark
-    /// its stages with NVTX ranges (torch.cuda.nvtx.range_push/pop, or the llmprof-stages crate
-    /// in Rust) and name them with --stages. Each pass sets LLMPROF_PASS (baseline, kineto,
-    /// nsys, ncu), LLMPROF_OUT_DIR and LLMPROF_STAGES; the PyTorch-profiler pass needs the
-    /// workload's cooperation: when LLMPROF_KINETO_OUT is set, profile one iteration with
-    /// torch.profiler and call prof.export_chrome_trace(os.environ["LLMPROF_KINETO_OUT"]).
-    /// A workload that appends its stage windows to $LLMPROF_OUT_DIR/stages.jsonl (one
-    /// {"stage","start_ns","end_ns"} object a line; llmprof-stages does) has its profiler
-    /// overhead measured per stage, else on whole processes, start-up included.
+    /// its stages with the `llmprof` Python package (installed with the wheel):
+    ///
+    ///   import llmprof
+    ///   with llmprof.kineto_trace():            # profiles in the kineto pass only
+    ///       with llmprof.stage("prefill"): ...  # NVTX + record_function + its window
+    ///       with llmprof.stage("decode"): ...
+    ///
+    /// (or the llmprof-stages crate in Rust, or NVTX ranges of your own) and name them with
+    /// --stages. Each pass sets LLMPROF_PASS (baseline, kineto, nsys, ncu), LLMPROF_OUT_DIR
+    /// and LLMPROF_STAGES; the PyTorch-profiler pass sets LLMPROF_KINETO_OUT, where the
+    /// workload writes its trace (llmprof.kineto_trace does). A workload that appends its stage
+    /// windows to $LLMPROF_OUT_DIR/stages.jsonl (llmprof.stage and llmprof-stages do) gets
+    /// baseline prefill/decode timings, energy per stage and the profilers' overhead per stage,
+    /// else only whole-process walls, start-up included.
+    ///
+    /// A capture that recorded no profiler trace and no NVML sample (no GPU, no profiler)
+    /// says so on its last line and exits 1, so scripts notice; --allow-empty accepts it.
     ///
     /// Ctrl-C stops the running pass (its process group gets SIGINT, then SIGKILL after 30 s
     /// or a second Ctrl-C), keeps what was captured, writes a partial run that says what is
@@ -182,6 +191,10 @@ pub struct CaptureArgs {
     /// Validate and print the plan; run nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Exit 0 even when the capture recorded no profiler trace and no NVML sample (a run
+    /// holding only the capture record and, with stage windows, baseline timings).
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 /// `--repeats N` or `--repeats auto`.

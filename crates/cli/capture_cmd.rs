@@ -104,6 +104,7 @@ pub fn run(args: CaptureArgs) -> Result<()> {
         &interrupt,
     )?;
     let interrupted = output.capture.interrupted;
+    let empty = captured_nothing(&output);
     let mut run = llmprof_capture::assemble(&plan, &output)?;
     run.bundle.analysis = Some(llmprof_analysis::analyze(&run.bundle));
     for line in run
@@ -134,9 +135,26 @@ pub fn run(args: CaptureArgs) -> Result<()> {
         ))
         .into());
     }
-    let _ = writeln!(err, "captured in {secs:.1} s; next: llmprof show {dir}");
     writeln!(std::io::stdout().lock(), "{dir}")?;
+    if let Some(what) = empty.filter(|_| !args.allow_empty) {
+        bail!(
+            "captured nothing in {secs:.1} s: {what}; the run in `{dir}` holds only the capture \
+             record. Capture where a GPU, NVML and a profiler are, or pass --allow-empty to \
+             accept such a run"
+        );
+    }
+    let _ = writeln!(err, "captured in {secs:.1} s; next: llmprof show {dir}");
     Ok(())
+}
+
+/// What a capture lacked when it recorded no profiler trace and no NVML sample; `None` when
+/// it recorded either.
+fn captured_nothing(o: &llmprof_capture::CaptureOutput) -> Option<&'static str> {
+    let traced = o.kineto.is_some() || o.nsys_sqlite.is_some() || o.ncu_csv.is_some();
+    (!traced && o.nvml.is_none()).then_some(
+        "no profiler trace (no Nsight Systems export, no PyTorch-profiler trace) and no NVML \
+         power sample",
+    )
 }
 
 /// `--dry-run`: the plan and whether it is ready, on stdout.

@@ -167,7 +167,7 @@ fn analysis(s: &mut String, b: &Bundle, a: &Analysis, r: &RunReport, width: usiz
         ));
     }
     if let Some(w) = &b.workload {
-        let wrapped = wrap(&w.describe(), width, 12);
+        let wrapped = wrap(&llmprof_report::paths::shown_in(&w.describe()), width, 12);
         s.push_str(&format!("  tokens    {}", wrapped.trim_start()));
     }
     s.push_str(&table::render(&r.mfu, width));
@@ -271,7 +271,7 @@ fn header(b: &Bundle, s: &mut String) {
         s.push_str(&format!(
             "  model     {} ({})\n",
             m.model_type.as_deref().unwrap_or("unknown model_type"),
-            m.source
+            llmprof_report::paths::shown(&m.source)
         ));
     }
     let t = &b.totals;

@@ -150,7 +150,11 @@ pub fn serve(root: PathBuf) -> u16 {
                 .next()
                 .unwrap_or("/")
                 .trim_start_matches('/');
-            let file = root.join(if path.is_empty() { "index.html" } else { path });
+            let mut file = root.join(if path.is_empty() { "index.html" } else { path });
+            // A directory is its index.html, as static hosts (GitHub Pages) serve it.
+            if file.is_dir() {
+                file = file.join("index.html");
+            }
             let mut out = &stream;
             match std::fs::read(&file) {
                 Ok(body) if !path.contains("..") => {
@@ -160,6 +164,8 @@ pub fn serve(root: PathBuf) -> u16 {
                         Some("js") => "text/javascript",
                         Some("json") => "application/json",
                         Some("svg") => "image/svg+xml",
+                        Some("png") => "image/png",
+                        Some("wasm") => "application/wasm",
                         _ => "text/plain; charset=utf-8",
                     };
                     let _ = write!(

@@ -1,11 +1,33 @@
 //! What a `--cmd` workload's passes tell about time: each run's wall (the whole process) and,
-//! when the workload writes them, its own stage windows — `$LLMPROF_OUT_DIR/stages.jsonl`, one
-//! JSON object a line, `{"stage": "prefill", "start_ns": …, "end_ns": …, "pid": …}` on the host
-//! wall clock (ns since the Unix epoch), as `llmprof-stages` writes them (names starting with
-//! `warmup_` are warm-up). From them [`overhead`] compares like with like: per stage, the
-//! median stage wall of the profiled pass against the median over every baseline run, and only
-//! where a pass has no stage windows the whole process's wall, labelled `whole process`
-//! (interpreter start-up and model load included). Malformed lines are skipped.
+//! when the workload writes them, its own stage windows — `$LLMPROF_OUT_DIR/stages.jsonl`.
+//!
+//! # `stages.jsonl`
+//!
+//! One JSON object a line, appended as each stage instance closes, by the workload's every
+//! process and thread (one `write` of the whole line on an `O_APPEND` file, so lines never
+//! interleave):
+//!
+//! ```json
+//! {"stage":"prefill","start_ns":1763900000000000000,"end_ns":1763900000041000000,"pid":4711}
+//! ```
+//!
+//! | key | type | meaning |
+//! |---|---|---|
+//! | `stage` | string | the NVTX range name; `warmup_<stage>` is warm-up |
+//! | `start_ns`, `end_ns` | integer | the host wall clock (ns since the Unix epoch, the clock of the NVML sampler) |
+//! | `pid` | integer | the process that ran it (each baseline run is a fresh one); 0 when absent |
+//!
+//! Further keys are optional and additive: a reader ignores keys it does not know, and a writer
+//! adds new ones after these four. The writers: `llmprof-stages` (Rust) and the `llmprof`
+//! Python package (`python/llmprof/__init__.py`, `llmprof.stage`); a front-door test has the
+//! Python one write a file that [`read_windows`] reads.
+//!
+//! From them [`overhead`] compares like with like: per stage, the median stage wall of the
+//! profiled pass against the median over every baseline run, and only where a pass has no stage
+//! windows the whole process's wall, labelled `whole process` (interpreter start-up and model
+//! load included); the baseline's `prefill` and `decode` windows, paired per process by
+//! [`iterations`], are the run's baseline timings, and every measured stage's windows its
+//! energy windows. Malformed lines are skipped.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +35,7 @@ use std::path::Path;
 use llmprof_bundle::{Distribution, Overhead, PassRecord};
 use serde::Deserialize;
 
+use crate::energy::EnergyWindows;
 use crate::nsys_export;
 
 /// The file a `--cmd` workload writes its stage windows to, in `$LLMPROF_OUT_DIR`.
@@ -22,31 +45,119 @@ pub const BASIS_STAGE_WINDOWS: &str = "stage windows";
 /// [`Overhead::basis`] of overheads from whole-process walls.
 pub const BASIS_WHOLE_PROCESS: &str = "whole process";
 
-/// One line of `stages.jsonl`.
-#[derive(Debug, Clone, Deserialize)]
-struct WindowLine {
-    stage: String,
-    start_ns: i64,
-    end_ns: i64,
+/// One line of `stages.jsonl`: a stage instance's window on the host wall clock.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StageWindow {
+    /// The range name (`warmup_` prefixed for warm-up).
+    pub stage: String,
+    /// ns since the Unix epoch.
+    pub start_ns: i64,
+    /// ns since the Unix epoch.
+    pub end_ns: i64,
+    /// The process that ran it; 0 when the line has none.
+    #[serde(default)]
+    pub pid: u32,
+}
+
+impl StageWindow {
+    fn wall_ns(&self) -> i64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+/// The well-formed windows of `dir/stages.jsonl` (end not before start), in file order; none
+/// when the file is missing.
+pub fn read_windows(dir: &Path) -> Vec<StageWindow> {
+    let Ok(text) = std::fs::read_to_string(dir.join(STAGES_FILE)) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<StageWindow>(l).ok())
+        .filter(|w| w.end_ns >= w.start_ns)
+        .collect()
+}
+
+/// Whether `stage` counts: measured (not warm-up), and named by `--stages` when given.
+fn counts(stage: &str, wanted: &[String]) -> bool {
+    !llmprof_bundle::is_warmup(stage) && (wanted.is_empty() || wanted.iter().any(|w| w == stage))
 }
 
 /// The measured (not warm-up) stage walls in `dir/stages.jsonl`, ns, per stage; only the
 /// stages in `wanted` when it is not empty.
 pub fn stage_walls(dir: &Path, wanted: &[String]) -> BTreeMap<String, Vec<f64>> {
     let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let Ok(text) = std::fs::read_to_string(dir.join(STAGES_FILE)) else {
-        return out;
-    };
-    for w in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<WindowLine>(l).ok())
-    {
-        let measured = !llmprof_bundle::is_warmup(&w.stage);
-        let asked = wanted.is_empty() || wanted.contains(&w.stage);
-        if measured && asked && w.end_ns >= w.start_ns {
-            out.entry(w.stage)
-                .or_default()
-                .push((w.end_ns - w.start_ns) as f64);
+    for w in read_windows(dir) {
+        if counts(&w.stage, wanted) {
+            let wall = w.wall_ns() as f64;
+            out.entry(w.stage).or_default().push(wall);
+        }
+    }
+    out
+}
+
+/// One measured iteration of a `--cmd` workload: its `prefill` and `decode` windows.
+pub type Iteration = (Option<(i64, i64)>, Option<(i64, i64)>);
+
+/// The measured iterations in one process's windows: a `prefill` starts an iteration, a
+/// `decode` joins the iteration before it when that has none yet and its prefill ended first,
+/// else starts one of its own. Warm-up and other stages are left out.
+pub fn iterations(windows: &[&StageWindow]) -> Vec<Iteration> {
+    let mut sorted: Vec<&StageWindow> = windows.to_vec();
+    sorted.sort_by_key(|w| (w.start_ns, w.end_ns));
+    let mut out: Vec<Iteration> = Vec::new();
+    for w in sorted {
+        let span = Some((w.start_ns, w.end_ns));
+        match (w.stage.as_str(), out.last_mut()) {
+            ("prefill", _) => out.push((span, None)),
+            ("decode", Some((Some(p), d @ None))) if p.1 <= w.start_ns => *d = span,
+            ("decode", _) => out.push((None, span)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Each baseline process's measured iterations, processes in order (`raw/baseline/` by pid in
+/// order of appearance, then `raw/baseline-2/`, ...).
+pub fn baseline_iterations(raw: &Path) -> Vec<Vec<Iteration>> {
+    let mut out = Vec::new();
+    for n in crate::timings::numbered_dirs(raw, "baseline") {
+        let windows = read_windows(&raw.join(crate::timings::numbered_dir("baseline", n)));
+        let mut pids: Vec<u32> = Vec::new();
+        for w in &windows {
+            if !pids.contains(&w.pid) {
+                pids.push(w.pid);
+            }
+        }
+        for pid in pids {
+            let mine: Vec<&StageWindow> = windows.iter().filter(|w| w.pid == pid).collect();
+            let its = iterations(&mine);
+            if !its.is_empty() {
+                out.push(its);
+            }
+        }
+    }
+    out
+}
+
+/// The baseline runs' windows of each measured stage, for energy (`--stages` filters them).
+pub fn energy_windows(raw: &Path, wanted: &[String]) -> Vec<EnergyWindows> {
+    let mut out: Vec<EnergyWindows> = Vec::new();
+    for n in crate::timings::numbered_dirs(raw, "baseline") {
+        for w in read_windows(&raw.join(crate::timings::numbered_dir("baseline", n))) {
+            if !counts(&w.stage, wanted) || w.end_ns <= w.start_ns {
+                continue;
+            }
+            let span = (w.start_ns, w.end_ns);
+            match out.iter_mut().find(|e| e.stage == w.stage) {
+                Some(e) => e.windows.push(span),
+                None => out.push(EnergyWindows {
+                    stage: w.stage,
+                    kind: "iterations",
+                    windows: vec![span],
+                    per_window: 1,
+                }),
+            }
         }
     }
     out
@@ -235,5 +346,85 @@ mod tests {
             ]
         );
         assert_eq!(stage_walls(raw, &[]), BTreeMap::new());
+    }
+
+    fn w(stage: &str, start_ns: i64, end_ns: i64) -> StageWindow {
+        StageWindow {
+            stage: stage.into(),
+            start_ns,
+            end_ns,
+            pid: 1,
+        }
+    }
+
+    /// A prefill and the decode after it are one iteration; a decode without a prefill before
+    /// it, or a second decode, is one of its own; warm-up and other stages are no iteration.
+    #[test]
+    fn prefill_and_decode_windows_pair_into_iterations() {
+        let ws = [
+            w("decode", 300, 400),
+            w("warmup_prefill", 0, 10),
+            w("prefill", 100, 150),
+            w("vision", 100, 120),
+            w("decode", 150, 250),
+            w("decode", 260, 280),
+            w("prefill", 500, 560),
+        ];
+        let refs: Vec<&StageWindow> = ws.iter().collect();
+        assert_eq!(
+            iterations(&refs),
+            [
+                (Some((100, 150)), Some((150, 250))),
+                (None, Some((260, 280))),
+                (None, Some((300, 400))),
+                (Some((500, 560)), None),
+            ]
+        );
+    }
+
+    /// Two baseline runs (two pids) in one file are two processes; `baseline-2/` a third; the
+    /// energy windows gather every run's measured windows per stage.
+    #[test]
+    fn baseline_processes_and_energy_windows_come_from_every_baseline_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path();
+        let line = |s: &str, a: i64, b: i64, pid: u32| {
+            format!("{{\"stage\":\"{s}\",\"start_ns\":{a},\"end_ns\":{b},\"pid\":{pid},\"later_field\":[1]}}\n")
+        };
+        for (d, text) in [
+            (
+                "baseline",
+                line("prefill", 0, 10, 1) + &line("decode", 10, 30, 1) + &line("prefill", 5, 9, 2),
+            ),
+            (
+                "baseline-2",
+                line("warmup_decode", 0, 99, 3) + &line("decode", 100, 130, 3),
+            ),
+        ] {
+            std::fs::create_dir_all(raw.join(d)).unwrap();
+            std::fs::write(raw.join(d).join(STAGES_FILE), text).unwrap();
+        }
+        let procs = baseline_iterations(raw);
+        assert_eq!(
+            procs,
+            [
+                vec![(Some((0, 10)), Some((10, 30)))],
+                vec![(Some((5, 9)), None)],
+                vec![(None, Some((100, 130)))],
+            ]
+        );
+        let e = energy_windows(raw, &[]);
+        let got: Vec<(&str, &[(i64, i64)])> = e
+            .iter()
+            .map(|e| (e.stage.as_str(), e.windows.as_slice()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("prefill", &[(0, 10), (5, 9)][..]),
+                ("decode", &[(10, 30), (100, 130)][..])
+            ]
+        );
+        assert_eq!(energy_windows(raw, &["decode".to_string()]).len(), 1);
     }
 }

@@ -284,11 +284,13 @@ impl Target {
         }
         let mut target: Target = doc.try_into().map_err(|e: toml::de::Error| {
             let set: Vec<&str> = overrides.iter().map(|o| o.text.as_str()).collect();
-            if set.is_empty() {
-                err(e.to_string())
+            let (message, section) = schema_error(&e);
+            let message = if set.is_empty() {
+                message
             } else {
-                err(format!("{e} (with --set {})", set.join(" --set ")))
-            }
+                format!("{message} (with --set {})", set.join(" --set "))
+            };
+            err(with_example(message, &section))
         })?;
         // Relative paths in a target are relative to the target file.
         let base = path.parent().unwrap_or(Path::new("."));
@@ -300,7 +302,10 @@ impl Target {
                 *p = base.join(&*p);
             }
         }
-        target.validate().map_err(err)?;
+        target.validate().map_err(|m| {
+            let section = validation_section(&m).to_string();
+            err(with_example(m, &section))
+        })?;
         Ok(target)
     }
 
@@ -368,6 +373,105 @@ impl Target {
     }
 }
 
+/// The tables of a target file.
+const SECTIONS: &[&str] = &["model", "inputs", "stages", "run", "optimize"];
+
+/// A toml error in words that name the key (`inputs.prompt_tokens: invalid type: …`, `[inputs]
+/// is missing`), and the section (`inputs`, or `` for a top-level key) whose example helps.
+fn schema_error(e: &toml::de::Error) -> (String, String) {
+    let text = e.to_string();
+    let (what, path) = match text.rsplit_once("\nin `") {
+        Some((what, rest)) => (what.trim(), rest.trim().trim_end_matches('`')),
+        None => (text.trim(), ""),
+    };
+    let missing = what
+        .strip_prefix("missing field `")
+        .and_then(|f| f.strip_suffix('`'));
+    match (missing, path) {
+        (Some(f), "") if SECTIONS.contains(&f) => (format!("`[{f}]` is missing"), f.to_string()),
+        (Some(f), "") => (format!("`{f}` is missing"), String::new()),
+        (Some(f), p) => (format!("`{p}.{f}` is missing"), section_of(p)),
+        (None, p) if what.starts_with("unknown field `") => {
+            let (field, rest) = what["unknown field `".len()..]
+                .split_once('`')
+                .unwrap_or((what, ""));
+            let key = if p.is_empty() {
+                field.to_string()
+            } else {
+                format!("{p}.{field}")
+            };
+            let rest = rest.trim_start_matches(',').trim();
+            (format!("`{key}`: unknown key; {rest}"), section_of(p))
+        }
+        (None, "") => (what.to_string(), String::new()),
+        (None, p) => (format!("`{p}`: {what}"), section_of(p)),
+    }
+}
+
+/// `inputs` of `inputs.prompt_tokens`, `model` of `model.config`.
+fn section_of(path: &str) -> String {
+    path.split('.').next().unwrap_or_default().to_string()
+}
+
+/// The section a validation message starts with (`[model] dtype …` → `model`).
+fn validation_section(message: &str) -> &str {
+    message
+        .strip_prefix('[')
+        .and_then(|m| m.split([']', '.']).next())
+        .unwrap_or_default()
+}
+
+/// `message`, then how `section` looks in a working target.
+fn with_example(message: String, section: &str) -> String {
+    let example = example(section).unwrap_or(EXAMPLE_TOP);
+    let indented: Vec<String> = example.lines().map(|l| format!("    {l}")).collect();
+    format!(
+        "{message}. In a working target (configs/qwen2.5-0.5b.toml is one) that reads:\n{}",
+        indented.join("\n")
+    )
+}
+
+const EXAMPLE_TOP: &str = "name = \"qwen2.5-0.5b\"            # the run's name\n\
+    [model] …  [inputs] …  [run] …  (optional: [stages.modules], [optimize])";
+
+/// What each section of a target holds, as it looks in a working target.
+fn example(section: &str) -> Option<&'static str> {
+    Some(match section {
+        "" | "name" | "description" => EXAMPLE_TOP,
+        "model" => {
+            "[model]                          # random weights from `config`, or path = \"/models/ckpt\"\n\
+             dtype = \"bfloat16\"               # bfloat16 | float16 | float32\n\
+             attn_implementation = \"sdpa\"\n\
+             [model.config]                   # a Hugging Face config.json, inline\n\
+             model_type = \"qwen2\"\n\
+             hidden_size = 896"
+        }
+        "inputs" => {
+            "[inputs]\n\
+             prompt_tokens = 512\n\
+             max_new_tokens = 64\n\
+             batch_size = 1"
+        }
+        "stages" => {
+            "[stages.modules]                 # NVTX sub-stages by module path\n\
+             sam = \"model.vision_tower.sam_encoder\""
+        }
+        "run" => {
+            "[run]\n\
+             warmup = 2\n\
+             repeats = 6\n\
+             python = \"python3\"\n\
+             timeout_s = 3600"
+        }
+        "optimize" => {
+            "[optimize]\n\
+             compile = \"reduce-overhead\"      # none | default | reduce-overhead | max-autotune\n\
+             cache = \"static\"                 # dynamic | static"
+        }
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,7 +519,7 @@ mod tests {
         );
         assert_eq!(Target::load(&path).unwrap().optimize, Optimize::default());
         for (bad, says) in [
-            ("optimize.compil=default", "unknown field `compil`"),
+            ("optimize.compil=default", "`optimize.compil`: unknown key"),
             ("optimize.compile=fast", "unknown variant `fast`"),
             ("name.x=1", "is a value, not a table"),
             ("run.repeats=0", "repeats must be > 0"),
@@ -448,7 +552,7 @@ mod tests {
             ("name = \"x\"\n[model]\n[inputs]\nprompt_tokens = 1\nmax_new_tokens = 1\n", "needs `config`"),
             ("name = \"x\"\n[model]\ndtype = \"int3\"\n[model.config]\nmodel_type = \"qwen2\"\n[inputs]\nprompt_tokens = 1\nmax_new_tokens = 1\n", "dtype"),
             ("name = \"x\"\n[model.config]\nmodel_type = \"qwen2\"\n[inputs]\nprompt_tokens = 0\nmax_new_tokens = 1\n", "> 0"),
-            ("name = \"x\"\nbogus = 1\n", "unknown field"),
+            ("name = \"x\"\nbogus = 1\n", "`bogus`: unknown key"),
             ("not toml at all [", "TOML"),
         ];
         for (body, says) in cases {

@@ -172,6 +172,27 @@ fn summarize(iters: &[Iteration]) -> Option<StageTimings> {
     })
 }
 
+/// A `--cmd` workload's baseline timings from the `prefill` and `decode` windows its baseline
+/// runs wrote to `stages.jsonl` (each run a fresh process); `None` when they wrote none. Decode
+/// steps are not known from windows, so the decode-step distribution stays empty.
+pub fn command_baseline(raw: &Path) -> Option<StageTimings> {
+    let wall = |w: Option<(i64, i64)>| w.and_then(|(a, b)| u64::try_from(b - a).ok());
+    let iters: Vec<Iteration> = crate::cmd_timings::baseline_iterations(raw)
+        .into_iter()
+        .zip(0u32..)
+        .flat_map(|(its, process)| {
+            its.into_iter().map(move |(p, d)| Iteration {
+                prefill_ns: wall(p),
+                decode_ns: wall(d),
+                total_ns: Some(wall(p).unwrap_or(0) + wall(d).unwrap_or(0)),
+                process,
+                ..Iteration::default()
+            })
+        })
+        .collect();
+    summarize(&iters)
+}
+
 /// Each sub-stage's GPU time per instance and per iteration, by enclosing stage, over the
 /// iterations that timed it.
 fn sub_stages(iters: &[Iteration], clock: Option<&str>) -> Vec<SubStageTiming> {

@@ -9,7 +9,8 @@
 //!   and its tables; [`before_after`] pairs eager and optimized runs of one target;
 //! * [`diff::Diff`] — run B against run A with distribution-free intervals ([`stats`]), per
 //!   stage, TPOT, MFU, kernel category and top kernel (`diff_kernels.rs`);
-//! * [`fmt`] — every number format; [`palette`] — the category and run colours.
+//! * [`fmt`] — every number format; [`palette`] — the category and run colours; [`paths`] —
+//!   how a view names a file (never an absolute path of the capture host).
 //!
 //! It depends only on the bundle crate, so it compiles
 //! for `wasm32-unknown-unknown` with the viewer.
@@ -21,6 +22,7 @@ pub mod diff;
 mod diff_kernels;
 pub mod fmt;
 pub mod palette;
+pub mod paths;
 pub mod run;
 pub mod samples;
 pub mod stats;

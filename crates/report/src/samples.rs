@@ -40,7 +40,10 @@ impl Samples {
         let batch = bundle.workload.as_ref().map_or(1, |w| w.batch());
         let baseline = bundle.capture.as_ref().and_then(|c| c.baseline.as_ref());
         let mut s = match baseline.filter(|b| !b.samples.is_empty()) {
-            Some(b) => from_baseline(b, batch),
+            Some(b) => {
+                let cmd = bundle.capture.as_ref().is_some_and(|c| c.command.is_some());
+                from_baseline(b, batch, cmd)
+            }
             None => from_trace(bundle, batch),
         };
         s.sub_stages = baseline.map_or(Vec::new(), |b| {
@@ -124,7 +127,9 @@ fn baseline_file(p: u32) -> String {
     }
 }
 
-fn from_baseline(b: &StageTimings, batch: u64) -> Samples {
+/// The baseline samples, grouped by process; `cmd`: a `--cmd` workload's, from the stage
+/// windows its runs wrote (each run a process) rather than the driver's timing files.
+fn from_baseline(b: &StageTimings, batch: u64, cmd: bool) -> Samples {
     let processes = b.samples.iter().map(|s| s.process).max().unwrap_or(0) + 1;
     let group = |get: fn(&IterationSample) -> Option<f64>| -> Vec<Vec<f64>> {
         (0..processes)
@@ -135,6 +140,7 @@ fn from_baseline(b: &StageTimings, batch: u64) -> Samples {
             .collect()
     };
     let files = match processes {
+        _ if cmd => "the workload's stage windows, raw/baseline*/stages.jsonl".into(),
         1 => baseline_file(0),
         n => format!("{} … {}", baseline_file(0), baseline_file(n - 1)),
     };
@@ -228,7 +234,7 @@ fn warmup_note<'a>(bundle: &Bundle, headline: impl Iterator<Item = &'a Stage>) -
         return Some(format!(
             "TTFT and TPOT over the measured instances: {} ({})",
             counts.join(", "),
-            w.describe()
+            crate::paths::shown_in(&w.describe())
         ));
     }
     let several = headline.iter().any(|s| s.instances > 1);

@@ -225,7 +225,9 @@ fn write_metadata(
 }
 
 /// A `--cmd` workload's overhead (per stage from its stage windows, else whole-command wall
-/// times) and energy over the baseline runs that succeeded.
+/// times), its baseline timings (the `prefill` and `decode` windows of its baseline runs) and
+/// energy: over each baseline run that succeeded (`command`) and over each measured stage's
+/// windows.
 fn command_results(
     s: &Session<'_>,
     capture: &mut Capture,
@@ -235,6 +237,7 @@ fn command_results(
 ) {
     capture.overhead =
         cmd_timings::overhead(&s.raw, &capture.passes, &capture.stage_names, kineto_traced);
+    capture.baseline = timings::command_baseline(&s.raw);
     let Some(series) = nvml else {
         return;
     };
@@ -256,7 +259,9 @@ fn command_results(
         windows: runs,
         per_window: 1,
     };
-    energy_into(capture, series, &[runs], |_| None);
+    let mut sets = vec![runs];
+    sets.extend(cmd_timings::energy_windows(&s.raw, &capture.stage_names));
+    energy_into(capture, series, &sets, |_| None);
 }
 
 /// One `missing` line per failed pass, pointing at its output.

@@ -69,14 +69,31 @@ impl CaptureReport {
 
 /// The unprofiled baseline in one line, with what `--repeats auto` reached.
 fn baseline_line(c: &Capture, t: &StageTimings) -> String {
+    // A `--cmd` workload's windows may hold only one stage, and never its decode steps.
+    let medians: Vec<String> = [
+        (
+            t.prefill.count,
+            format!("prefill median {} ms", ms_f(t.prefill.median_ns)),
+        ),
+        (
+            t.decode.count,
+            format!("decode median {} ms", ms_f(t.decode.median_ns)),
+        ),
+        (
+            t.decode_step.count,
+            format!("step median {} µs", us(t.decode_step.median_ns)),
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(_, text)| text)
+    .collect();
     let mut line = format!(
-        "{} iterations from {} process(es): prefill median {} ms, decode median {} ms, step \
-         median {} µs; iteration CV {:.1}% (the Headline numbers give each figure's interval)",
+        "{} iterations from {} process(es): {}; iteration CV {:.1}% (the Headline numbers give \
+         each figure's interval)",
         t.iterations,
         t.processes.max(1),
-        ms_f(t.prefill.median_ns),
-        ms_f(t.decode.median_ns),
-        us(t.decode_step.median_ns),
+        medians.join(", "),
         t.iteration_cv_pct
     );
     if let Some(a) = &c.auto_repeats {

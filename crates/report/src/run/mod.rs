@@ -108,7 +108,7 @@ impl RunReport {
             tokens_line: b
                 .workload
                 .as_ref()
-                .map(|w| format!("Tokens: {}.", w.describe())),
+                .map(|w| format!("Tokens: {}.", crate::paths::shown_in(&w.describe()))),
             operators: kernels::operators(b, top),
             operators_total: b.operators.len(),
             kernels_total: kernels.1,
@@ -137,9 +137,13 @@ fn findings(a: &Analysis) -> Vec<FindingView> {
     a.findings
         .iter()
         .map(|f| FindingView {
-            title: f.title.clone(),
-            evidence: f.evidence.clone(),
-            recommendation: f.recommendation.clone(),
+            title: crate::paths::shown_in(&f.title),
+            evidence: f
+                .evidence
+                .iter()
+                .map(|e| crate::paths::shown_in(e))
+                .collect(),
+            recommendation: crate::paths::shown_in(&f.recommendation),
         })
         .collect()
 }

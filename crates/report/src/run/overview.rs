@@ -134,7 +134,7 @@ pub(super) fn inputs(b: &Bundle) -> TableView {
     for i in &b.inputs {
         inputs.push(vec![
             i.source.as_str().to_string(),
-            i.path.clone(),
+            crate::paths::shown(&i.path),
             thousands(i.bytes),
         ]);
     }

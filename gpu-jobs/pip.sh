@@ -25,6 +25,10 @@ rm -rf "$V" "$RUNS"
 wheel=$(ls "$R"/gpu-jobs/dist/llmprof-*.whl 2>/dev/null | head -n 1)
 if [ -z "$wheel" ]; then echo "no wheel in gpu-jobs/dist/: carry it (bash .ci/wheel builds it)"; exit 1; fi
 python3 -m venv --system-site-packages "$V"
+# The host's python3 may itself be a venv (/opt/torch/.venv): --system-site-packages then
+# reaches the base interpreter, not torch. A .pth line makes the host's packages visible.
+host_site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+echo "$host_site" > "$("$V/bin/python" -c 'import site; print(site.getsitepackages()[0])')/host-site.pth"
 "$V/bin/python" -m pip install --no-index --no-deps "$wheel" > "$OUT/pip.log" 2>&1
 echo "pip install rc=$?"
 export PATH="$V/bin:/usr/local/bin:/usr/bin:/bin"

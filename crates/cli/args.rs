@@ -173,8 +173,23 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub no_pin: bool,
     /// CUDA device index (recorded in the run).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "nproc")]
     pub device: u32,
+    /// Run the target with tensor parallelism over N GPUs, one process per GPU: every pass
+    /// starts the driver under `python -m torch.distributed.run --standalone --nproc-per-node
+    /// N`, which loads the model sharded with Hugging Face's tp_plan="auto" (from a
+    /// random-weight checkpoint rank 0 saves first). Every rank marks the same stages; nsys
+    /// traces all ranks; ncu profiles one (--rank). A rank that crashes stops the group.
+    /// `--nproc 1` runs the same launcher on one GPU.
+    #[arg(long, value_name = "N", requires = "target")]
+    pub nproc: Option<u32>,
+    /// With --nproc: the GPUs the ranks use, in rank order (sets CUDA_VISIBLE_DEVICES), e.g.
+    /// --devices 0,1. Default: 0 to N-1. MIG-enabled and mismatched GPUs are reported.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "nproc")]
+    pub devices: Vec<u32>,
+    /// With --nproc: the rank Nsight Compute profiles in deep mode (default 0).
+    #[arg(long, value_name = "R", requires = "nproc")]
+    pub rank: Option<u32>,
     /// Directory that receives the run directory.
     #[arg(long, value_name = "DIR", default_value = "runs")]
     pub out: PathBuf,

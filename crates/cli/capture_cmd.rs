@@ -57,7 +57,13 @@ fn options(args: &CaptureArgs) -> Result<CaptureOptions> {
     if args.repeats_cap.is_some() && auto_repeats.is_none() {
         bail!("--repeats-cap applies to --repeats auto only");
     }
+    let ranks = args
+        .nproc
+        .map(|n| llmprof_capture::ranks::Ranks::new(n, args.devices.clone(), args.rank))
+        .transpose()?;
     Ok(CaptureOptions {
+        device: ranks.as_ref().map_or(args.device, |r| r.devices[0]),
+        ranks,
         workload,
         mode: match args.mode {
             ModeArg::Light => Mode::Light,
@@ -67,7 +73,6 @@ fn options(args: &CaptureArgs) -> Result<CaptureOptions> {
         repeats,
         auto_repeats,
         pin: !args.no_pin,
-        device: args.device,
         out: args.out.clone(),
         timeout_s: args.timeout,
         overhead_repeats: args.overhead_repeats,

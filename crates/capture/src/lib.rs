@@ -15,6 +15,7 @@ pub mod nsys_export;
 pub mod nvml;
 mod passes;
 mod process;
+pub mod ranks;
 pub mod resolution;
 mod save;
 pub mod target;
@@ -314,6 +315,9 @@ pub struct CaptureOptions {
     /// Pin every pass's workload to the CPUs local to the GPU (not `--no-pin`).
     pub pin: bool,
     pub device: u32,
+    /// `--nproc N`: the target under torchrun with tensor parallelism (then `device` is the
+    /// first rank's GPU).
+    pub ranks: Option<ranks::Ranks>,
     /// Seconds one pass may run (default: the target's `[run] timeout_s`, 3600 for `--cmd`).
     pub timeout_s: Option<u64>,
     /// Interleaved baseline/nsys pass pairs for the overhead (1 to [`MAX_OVERHEAD_REPEATS`]).
@@ -417,6 +421,13 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
                 "--set overrides keys of a target file; it does not apply to --cmd".into(),
             ))
         }
+        WorkloadSpec::Command(_) if opts.ranks.is_some() => {
+            return Err(CaptureError::Environment(
+                "--nproc runs a target under torchrun; a --cmd workload launches its own ranks \
+                 (run `torchrun …` as the command)"
+                    .into(),
+            ))
+        }
         WorkloadSpec::Command(c) => (None, Some(c.clone())),
     };
     let python = target.as_ref().map(|t| tools::python(&t.run.python));
@@ -478,6 +489,9 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
                     .into(),
             );
         }
+    }
+    if let (Some(r), Ok(_)) = (&opts.ranks, &nvml) {
+        problems.extend(ranks::device_problems(&r.devices, &nvml::gpus()));
     }
     if let Err(e) = &nvml {
         problems.push(format!(
@@ -593,6 +607,9 @@ impl Plan {
             self.opts.mode.as_str(),
             self.opts.device,
         );
+        if let Some(r) = &self.opts.ranks {
+            s.push_str(&r.describe());
+        }
         if let Some(o) = t.optimize.describe() {
             s.push_str(&format!(
                 "optimize {o}: the decode step is compiled and captured before the warm-up\n"

@@ -65,6 +65,37 @@ pub fn snapshot(index: u32) -> Result<EnvSnapshot, String> {
     })
 }
 
+/// A GPU as NVML names it, for the checks of `--nproc`'s devices.
+#[derive(Debug, Clone)]
+pub struct Gpu {
+    pub index: u32,
+    /// Its name, or why NVML could not read it.
+    pub name: Result<String, String>,
+    pub mig_enabled: bool,
+}
+
+/// Every GPU NVML sees; empty when NVML is unavailable.
+pub fn gpus() -> Vec<Gpu> {
+    let Ok(nvml) = Nvml::init() else {
+        return Vec::new();
+    };
+    let n = nvml.device_count().unwrap_or(0);
+    (0..n)
+        .map(|index| match nvml.device_by_index(index) {
+            Ok(d) => Gpu {
+                index,
+                name: d.name().map_err(|e| e.to_string()),
+                mig_enabled: d.mig_mode().is_ok_and(|m| m.current == 1),
+            },
+            Err(e) => Gpu {
+                index,
+                name: Err(e.to_string()),
+                mig_enabled: false,
+            },
+        })
+        .collect()
+}
+
 /// CPU words NVML is asked for: 64 × 16 = 1024 CPUs, Linux's `CPU_SETSIZE`.
 const AFFINITY_WORDS: usize = 16;
 

@@ -71,6 +71,10 @@ pub fn run(
     if let Some(rule) = plan.opts.auto_repeats {
         auto::run_rounds(&session, &mut state, rule, progress)?;
     }
+    if plan.opts.ranks.is_some() {
+        // Random weights every capture can make again: not worth keeping in the run.
+        let _ = std::fs::remove_dir_all(crate::ranks::checkpoint_dir(&session.work_dir));
+    }
     // Ctrl-C between two passes stops the capture as well.
     if interrupt.is_set() {
         state.capture.interrupted = true;
@@ -204,11 +208,23 @@ impl<'a> Session<'a> {
                 driver,
             } => {
                 let plan_path = out.join("plan.json");
-                let doc = driver_plan(target, self.plan, pass, &out, self.repeats);
+                let mut doc = driver_plan(target, self.plan, pass, &out, self.repeats);
+                if let Some(r) = &self.plan.opts.ranks {
+                    doc["distributed"] = r.plan_json(&self.work_dir);
+                }
                 std::fs::write(&plan_path, doc.to_string())
                     .map_err(|e| self.write_err(&plan_path, e))?;
                 let words = [python, driver.as_path(), plan_path.as_path()];
-                (words.map(|p| p.display().to_string()).to_vec(), Vec::new())
+                let words = words.map(|p| p.display().to_string()).to_vec();
+                match &self.plan.opts.ranks {
+                    Some(r) => {
+                        let mut c = r.launcher(python);
+                        c.extend(words.into_iter().skip(1));
+                        let env = vec![("CUDA_VISIBLE_DEVICES".into(), r.visible_devices())];
+                        (c, env)
+                    }
+                    None => (words, Vec::new()),
+                }
             }
             Workload::Command(c) => {
                 let mut env: Vec<(String, String)> = vec![

@@ -112,12 +112,60 @@ class PlanError(Exception):
 # Plan
 
 
+class Distributed:
+    """Tensor parallelism under torchrun (plan["distributed"]).
+
+    llmprof capture --nproc N runs this driver under `python -m torch.distributed.run
+    --standalone --nproc-per-node N`; torchrun tells each process RANK, LOCAL_RANK and WORLD_SIZE.
+    Each rank uses CUDA device LOCAL_RANK (of those CUDA_VISIBLE_DEVICES leaves, which --devices
+    sets), joins an NCCL process group, and loads the model sharded with Hugging Face's
+    tp_plan="auto". from_config has no TP plan, so rank 0 first saves the random-weight model to
+    plan["distributed"]["checkpoint"] and every rank loads that. Rank 0 writes its outputs to
+    plan.out_dir as a single process does; rank r > 0 writes them to out_dir/rank-<r>/. Every
+    rank marks the same stages; a barrier before each timed iteration keeps the ranks in step.
+    """
+
+    KEYS = {"nproc", "checkpoint"}
+
+    def __init__(self, nproc, checkpoint, rank, local_rank, world):
+        self.nproc, self.checkpoint = nproc, checkpoint
+        self.rank, self.local_rank, self.world = rank, local_rank, world
+
+    @classmethod
+    def from_plan(cls, raw):
+        """None without plan["distributed"]; a PlanError when torchrun's variables are missing
+        or disagree with the plan."""
+        if raw is None:
+            return None
+        _unknown(raw, cls.KEYS, "plan.distributed")
+        nproc = _int(raw, "nproc", "plan.distributed", None, 1)
+        checkpoint = _req(raw, "checkpoint", str, "plan.distributed")
+        env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+        missing = [k for k, v in env.items() if v is None]
+        if missing:
+            raise PlanError(f"plan.distributed needs torchrun's {', '.join(missing)}: run the "
+                            "driver under `python -m torch.distributed.run`")
+        try:
+            rank, local, world = (int(env[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
+        except ValueError as e:
+            raise PlanError(f"torchrun's RANK/LOCAL_RANK/WORLD_SIZE are not integers: {env}") from e
+        if world != nproc:
+            raise PlanError(f"plan.distributed.nproc is {nproc} but WORLD_SIZE is {world}")
+        return cls(nproc, checkpoint, rank, local, world)
+
+    def record(self):
+        return {"rank": self.rank, "local_rank": self.local_rank, "world_size": self.world,
+                "tensor_parallel": self.world, "backend": "nccl",
+                "launcher": "torch.distributed.run --standalone"}
+
+
 class Plan:
     """The checked plan. Only the standard library is needed to build it."""
 
     TOP_KEYS = {
         "pass", "out_dir", "model", "inputs", "stages", "warmup", "repeats", "device",
         "warmup_decode_steps", "sync_each_step", "optimize", "prefill_energy_s",
+        "distributed",
     }
     MODEL_KEYS = {"config", "path", "dtype", "attn_implementation"}
     INPUT_KEYS = {"prompt_tokens", "max_new_tokens", "batch_size", "seed", "images"}
@@ -201,6 +249,8 @@ class Plan:
                                         self.max_new_tokens, 0)
         self.sync_each_step = _opt(raw, "sync_each_step", bool, "plan", False)
         self.prefill_energy_s = _seconds(raw, "prefill_energy_s", "plan", 0.0)
+
+        self.distributed = Distributed.from_plan(_opt(raw, "distributed", dict, "plan", None))
 
         optimize = _opt(raw, "optimize", dict, "plan", {}) or {}
         _unknown(optimize, self.OPTIMIZE_KEYS, "plan.optimize")
@@ -946,6 +996,11 @@ def build_model(torch, transformers, plan, device, meta, hf_config=None, attn=No
     if plan.pass_name == "flops" and plan.config is not None and is_moe(plan.config):
         kwargs["experts_implementation"] = "eager"
     last = None
+    if plan.config is not None and plan.distributed is not None:
+        cfg = hf_config if hf_config is not None else make_config(transformers, plan.config)
+        model = build_tp_model(torch, transformers, plan, meta, cfg, kwargs)
+        model.eval()
+        return model, f"config (random weights), tensor parallel over {plan.distributed.world}"
     if plan.config is not None:
         cfg = hf_config if hf_config is not None else make_config(transformers, plan.config)
         for cls in model_classes(transformers):
@@ -1117,6 +1172,7 @@ def run_timed(ctx, runner, file_name, repeats, session=None):
         log(f"warm-up {i + 1}/{plan.warmup}")
         rec = {}
         doc["warmup_iterations"].append(rec)
+        rank_barrier(ctx["torch"], plan)
         with session():
             runner.iteration(plan.warmup_decode_steps, rec)
     runner.warm = False
@@ -1125,6 +1181,7 @@ def run_timed(ctx, runner, file_name, repeats, session=None):
         log(f"measured {i + 1}/{repeats}")
         rec = {}
         doc["iterations"].append(rec)
+        rank_barrier(ctx["torch"], plan)
         with session():
             runner.iteration(plan.max_new_tokens, rec)
     doc["summary"] = summarize(doc["iterations"])
@@ -1396,6 +1453,47 @@ def setup(plan, ctx):
     if plan.device >= n:
         raise PlanError(f"plan.device is {plan.device} but only {n} CUDA device(s) are visible")
     torch.cuda.set_device(plan.device)
+    if plan.distributed is not None:
+        init_distributed(torch, plan)
+
+
+def init_distributed(torch, plan):
+    """Joins the NCCL process group of this rank's torchrun job, on device plan.device."""
+    import torch.distributed as dist  # noqa: PLC0415 - only under torchrun
+    try:
+        dist.init_process_group("nccl", device_id=torch.device("cuda", plan.device))
+    except Exception as e:  # noqa: BLE001 - NCCL's errors are many; say which rank failed
+        raise PlanError(f"rank {plan.distributed.rank}: could not join the NCCL process group: "
+                        f"{e}") from e
+    log(f"rank {plan.distributed.rank} of {plan.distributed.world} on cuda:{plan.device}")
+
+
+def rank_barrier(torch, plan):
+    """Waits for every rank (a no-op without torchrun)."""
+    if plan.distributed is not None:
+        torch.distributed.barrier()
+
+
+def build_tp_model(torch, transformers, plan, meta, cfg, kwargs):
+    """The random-weight model sharded across the ranks with tp_plan="auto": rank 0 saves it to
+    the plan's checkpoint directory (once per capture), the others wait, then every rank loads it.
+    A model type without a TP plan raises PlanError saying it cannot shard."""
+    d = plan.distributed
+    ckpt = d.checkpoint
+    if d.rank == 0 and not os.path.isfile(os.path.join(ckpt, "config.json")):
+        torch.manual_seed(plan.seed)
+        model = transformers.AutoModelForCausalLM.from_config(cfg, **kwargs)
+        model.save_pretrained(ckpt)
+        del model
+        meta.note(f"tensor parallel: the random-weight model was saved to {ckpt} by rank 0 and "
+                  f"loaded sharded by all {d.world} ranks (tp_plan=auto)")
+    rank_barrier(torch, plan)
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(ckpt, tp_plan="auto", **kwargs)
+    except (ValueError, NotImplementedError, KeyError, AttributeError) as e:
+        raise PlanError(f"{cfg.model_type!r} cannot shard with tp_plan=\"auto\" on {d.world} "
+                        f"ranks: {e}") from e
+    return model
 
 
 def run(plan, ctx):
@@ -1409,6 +1507,8 @@ def run(plan, ctx):
     meta.data["versions"] = versions(torch, transformers)
     meta.data["device"] = ({"name": "cpu", "index": None, "test_mode": CPU_TEST_ENV} if cpu
                            else device_info(torch, plan.device))
+    if plan.distributed is not None:
+        meta.data["distributed"] = plan.distributed.record()
     meta.flush()
     if plan.pass_name == "calibrate":
         # Its own process and NVML window, so the GEMM's power draw (which can hit the power
@@ -1501,6 +1601,10 @@ def main(argv):
     ctx = {}
     try:
         plan = load_plan(argv[1])
+        if plan.distributed is not None:
+            plan.device = plan.distributed.local_rank
+            if plan.distributed.rank > 0:
+                plan.out_dir = os.path.join(plan.out_dir, f"rank-{plan.distributed.rank}")
         ctx["plan"] = plan
         log(f"pass {plan.pass_name}: out_dir {plan.out_dir}")
         setup(plan, ctx)
@@ -1539,6 +1643,9 @@ def main(argv):
         code = code or EXIT_CRASH
     if code == EXIT_OK:
         log(f"done: {plan.pass_name} pass, outputs in {plan.out_dir}")
+    if plan.distributed is not None:
+        with contextlib.suppress(Exception):
+            ctx["torch"].distributed.destroy_process_group()
     return code
 
 

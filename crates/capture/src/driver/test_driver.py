@@ -122,6 +122,25 @@ class PlanChecks(unittest.TestCase):
         self.assertEqual(driver.Plan(plan("/tmp/x", prefill_energy_s=2)).prefill_energy_s, 2.0)
         driver.Plan(plan("/tmp/x", _comment="ignored"))
 
+    def test_distributed_needs_torchrun(self):
+        dist = {"nproc": 2, "checkpoint": "/tmp/ckpt"}
+        saved = {k: os.environ.pop(k, None) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+        try:
+            self.bad(plan("/tmp/x", distributed=dist), "needs torchrun's RANK, LOCAL_RANK")
+            os.environ.update({"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "4"})
+            self.bad(plan("/tmp/x", distributed=dist), "nproc is 2 but WORLD_SIZE is 4")
+            self.bad(plan("/tmp/x", distributed={"nproc": 2}), "checkpoint is missing")
+            os.environ["WORLD_SIZE"] = "2"
+            d = driver.Plan(plan("/tmp/x", distributed=dist)).distributed
+            self.assertEqual((d.rank, d.local_rank, d.world), (1, 1, 2))
+            self.assertEqual(d.record()["tensor_parallel"], 2)
+            self.assertIsNone(driver.Plan(plan("/tmp/x")).distributed)
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+
     def test_optimize(self):
         pl = driver.Plan(plan("/tmp/x"))
         self.assertEqual((pl.compile, pl.cache), ("none", "dynamic"))

@@ -224,8 +224,17 @@ impl PassKind for Ncu {
             "--metrics".into(),
             NCU_METRICS.into(),
         ]);
-        c.extend(workload);
-        Ok(c)
+        // Under torchrun, ncu profiles one rank; the others run unprofiled.
+        let split = s.plan.opts.ranks.as_ref().and_then(|r| {
+            let (launcher, rank_cmd) = r.split_launched(&workload)?;
+            Some(crate::ranks::ncu_on_rank(
+                &launcher, &c, &rank_cmd, r.ncu_rank,
+            ))
+        });
+        Ok(split.unwrap_or_else(|| {
+            c.extend(workload);
+            c
+        }))
     }
 
     fn stdout_to(&self, out: &Path) -> Option<PathBuf> {

@@ -289,14 +289,17 @@ fn signal(child: &mut Child, group: bool, kill: bool) {
     }
 }
 
-/// The last non-empty line of a log (at most 300 characters), or `no output`.
+/// Why a run failed, from its log (at most 300 characters): the driver's last `error:` line
+/// (under torchrun it names the rank), else the last line that is not empty or a banner of
+/// `=` (torchrun ends with one), else `no output`.
 pub(crate) fn last_line(path: &Path) -> String {
     let mut text = String::new();
     let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
-    text.lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
+    let lines = || text.lines().rev().map(str::trim);
+    let driver_error = lines().find(|l| l.starts_with("llmprof-driver") && l.contains("error:"));
+    let last = lines().find(|l| !l.is_empty() && !l.chars().all(|c| c == '='));
+    driver_error
+        .or(last)
         .unwrap_or("no output")
         .chars()
         .take(300)
@@ -330,6 +333,24 @@ mod tests {
         assert_eq!(ran.record.exit_code, Some(3));
         assert_eq!(ran.record.note.as_deref(), Some("exit 3: the reason"));
         assert_eq!(ran.stopped, Stopped::No);
+    }
+
+    /// Under torchrun the driver's error line names the failing rank, and torchrun's trailing
+    /// banner is not the reason.
+    #[test]
+    fn a_failed_rank_is_named_not_the_launcher_banner() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let text = "llmprof-driver[rank 1]: error: the baseline pass crashed: RuntimeError: x\n\
+                    Traceback (most recent call last):\n  raise ChildFailedError(\n\
+                    ============================================================\n";
+        std::fs::write(&log, text).unwrap();
+        assert_eq!(
+            last_line(&log),
+            "llmprof-driver[rank 1]: error: the baseline pass crashed: RuntimeError: x"
+        );
+        std::fs::write(&log, "plain reason\n=====\n").unwrap();
+        assert_eq!(last_line(&log), "plain reason");
     }
 
     /// The child (and what it starts) runs on the job's CPUs; llmprof's thread keeps its own.

@@ -101,7 +101,10 @@ def cpu_test_mode():
 
 
 def log(msg):
-    print("llmprof-driver: " + msg, file=sys.stderr, flush=True)
+    # Under torchrun every rank logs to the same stream: name the rank.
+    rank = os.environ.get("RANK") if "LOCAL_RANK" in os.environ else None
+    who = "llmprof-driver" if rank is None else f"llmprof-driver[rank {rank}]"
+    print(f"{who}: {msg}", file=sys.stderr, flush=True)
 
 
 class PlanError(Exception):
@@ -1493,6 +1496,10 @@ def build_tp_model(torch, transformers, plan, meta, cfg, kwargs):
     except (ValueError, NotImplementedError, KeyError, AttributeError) as e:
         raise PlanError(f"{cfg.model_type!r} cannot shard with tp_plan=\"auto\" on {d.world} "
                         f"ranks: {e}") from e
+    # transformers places the shards on the rank's GPU; a world of 1 is not sharded and stays
+    # where it loaded (the CPU).
+    if any(p.device.type != "cuda" for p in model.parameters()):
+        model = model.to(torch.device("cuda", plan.device))
     return model
 
 

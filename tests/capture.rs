@@ -835,3 +835,63 @@ fn sample_runs_energy_is_the_power_integral_over_the_baseline_stage_windows() {
         }
     }
 }
+
+/// `--nproc`: the dry run names the ranks, their GPUs and the rank ncu profiles; bad device
+/// lists and a --cmd workload are refused with what to do.
+#[test]
+fn dry_run_of_nproc_names_the_ranks_and_checks_the_devices() {
+    let out = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "capture".into(),
+            "--dry-run".into(),
+            "--out".into(),
+            out.path().into(),
+        ];
+        a.extend(extra.iter().map(|s| s.into()));
+        llmprof(a)
+    };
+    let qwen = target("qwen2.5-0.5b.toml");
+    let q = qwen.to_str().unwrap();
+    let o = run(&[
+        "--target",
+        q,
+        "--nproc",
+        "2",
+        "--devices",
+        "2,3",
+        "--rank",
+        "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("ranks    2 under torchrun (tensor parallel, tp_plan=auto) on GPU(s) 2,3; ncu on rank 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("mode     standard on GPU 2"), "{stdout}");
+    for (extra, needle) in [
+        (
+            &["--target", q, "--nproc", "2", "--devices", "0"][..],
+            "lists 1 GPU(s) but --nproc is 2",
+        ),
+        (
+            &["--target", q, "--nproc", "2", "--devices", "1,1"][..],
+            "names GPU 1 twice",
+        ),
+        (
+            &["--target", q, "--nproc", "2", "--rank", "5"][..],
+            "ranks are 0 to 1",
+        ),
+        (
+            &["--cmd", "python x.py", "--nproc", "2"][..],
+            "a --cmd workload launches its own ranks",
+        ),
+    ] {
+        let o = run(extra);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{extra:?} accepted");
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+    }
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}

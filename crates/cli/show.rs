@@ -110,6 +110,9 @@ fn capture(s: &mut String, r: &RunReport, width: usize) {
     if let Some(b) = &c.baseline {
         s.push_str(&wrap(&format!("baseline  {b}"), width, 2));
     }
+    if let Some(r) = &c.ranks {
+        s.push_str(&format!("  ranks     {r}\n"));
+    }
     if !c.overrides.is_empty() {
         s.push_str(&format!("  set       {}\n", c.overrides.join(", ")));
     }

@@ -90,6 +90,10 @@ pub struct Capture {
     /// `graph` (one span per launch); `None` without an nsys pass or in older bundles.
     #[serde(default)]
     pub cuda_graph_trace: Option<String>,
+    /// `--nproc N`: the target ran under torchrun with tensor parallelism; `None` for one
+    /// process (and in older bundles).
+    #[serde(default)]
+    pub ranks: Option<CaptureRanks>,
     /// `--repeats auto`: how many fresh baseline processes it took to bring each measured
     /// stage's 95% confidence interval within the target, or why it stopped short; `None` for a
     /// fixed `--repeats` and in older bundles.
@@ -104,6 +108,22 @@ pub struct Capture {
 /// the baseline passes had run `cap_s` seconds. The interval pools the variance between the
 /// processes (the spread of their medians, Student t) with the order-statistics interval of
 /// all iterations, whichever is wider.
+/// How a `--nproc` capture ran its ranks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaptureRanks {
+    /// Processes, one per GPU (the tensor-parallel degree).
+    pub nproc: u32,
+    /// CUDA device indexes in rank order (`CUDA_VISIBLE_DEVICES`).
+    pub devices: Vec<u32>,
+    /// The rank Nsight Compute profiled (deep mode).
+    pub ncu_rank: u32,
+    /// The launcher: `torch.distributed.run --standalone --nproc-per-node N`.
+    pub launcher: String,
+    /// Where each rank's outputs are: rank 0 in `raw/<pass>/`, rank r in `raw/<pass>/rank-<r>/`.
+    /// This run's tables come from rank 0 until multi-rank ingest reads the others.
+    pub note: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AutoRepeats {
     /// The half-width asked for, percent of the median (2).

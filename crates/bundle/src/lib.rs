@@ -103,6 +103,8 @@
 //!   *every* instance (`None` when they differ); bundles written before hold the first
 //!   instance's parent there, and paths of the capture host's working directory
 //!   (`/tmp/runs/.capture-…/raw/…`) where sources now say `raw/…`.
+//!   Also: `capture.ranks` ([`CaptureRanks`]: a `--nproc` capture's rank count, GPUs in rank
+//!   order, the rank ncu profiled, the launcher, and where each rank's raw files are).
 //!   Also: `capture.auto_repeats` ([`AutoRepeats`], the outcome
 //!   of `--repeats auto`) and `capture.overhead[].basis` (what an overhead's medians are
 //!   medians of: iterations, a `--cmd` workload's stage windows, or whole processes).
@@ -153,8 +155,8 @@ pub use analysis::{
     ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole, StageWall,
 };
 pub use capture::{
-    AutoRepeats, Capture, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry, NvmlSeries,
-    Overhead, PassRecord, StageCi, StageEnergy, StageTimings, SubStageTiming, Window,
+    AutoRepeats, Capture, CaptureRanks, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry,
+    NvmlSeries, Overhead, PassRecord, StageCi, StageEnergy, StageTimings, SubStageTiming, Window,
 };
 pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;

@@ -105,6 +105,22 @@ impl Ranks {
         })
     }
 
+    /// What the run records of its ranks.
+    pub fn record(&self) -> llmprof_bundle::CaptureRanks {
+        llmprof_bundle::CaptureRanks {
+            nproc: self.nproc,
+            devices: self.devices.clone(),
+            ncu_rank: self.ncu_rank,
+            launcher: format!(
+                "torch.distributed.run --standalone --nproc-per-node {}",
+                self.nproc
+            ),
+            note: "rank 0's outputs are in raw/<pass>/, rank r's in raw/<pass>/rank-<r>/; the \
+                   tables come from rank 0"
+                .into(),
+        }
+    }
+
     /// One line for `--dry-run` and the capture's description.
     pub fn describe(&self) -> String {
         format!(

@@ -33,6 +33,7 @@ pub(super) fn capture_record(plan: &Plan, name: &str) -> Capture {
             .iter()
             .any(|p| crate::pass_kind(p) == "nsys")
             .then(|| plan.opts.cuda_graph_trace.as_str().to_string()),
+        ranks: plan.opts.ranks.as_ref().map(|r| r.record()),
         stage_names: plan
             .command
             .as_ref()

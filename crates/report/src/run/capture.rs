@@ -31,6 +31,8 @@ pub struct CaptureReport {
     pub overrides: Vec<String>,
     /// `nsys traced CUDA graphs at node level`.
     pub graph_trace: Option<String>,
+    /// `2 ranks under torch.distributed.run … on GPUs 0,1 (tensor parallel); …`.
+    pub ranks: Option<String>,
 }
 
 impl CaptureReport {
@@ -63,6 +65,18 @@ impl CaptureReport {
                 .cuda_graph_trace
                 .as_ref()
                 .map(|l| format!("nsys traced CUDA graphs at {l} level")),
+            ranks: c.ranks.as_ref().map(|r| {
+                let devices: Vec<String> = r.devices.iter().map(u32::to_string).collect();
+                format!(
+                    "{} rank(s) under {} on GPU(s) {} (tensor parallel {}, ncu on rank {}); {}",
+                    r.nproc,
+                    r.launcher,
+                    devices.join(","),
+                    r.nproc,
+                    r.ncu_rank,
+                    r.note
+                )
+            }),
         }
     }
 }

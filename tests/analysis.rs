@@ -587,3 +587,61 @@ fn warmup_ranges_fold_into_one_row() {
     assert!(warm.iter().any(|r| r.ends_with("warmup_sam")), "{warm:?}");
     assert!(warm.len() >= top.len());
 }
+
+/// The baseline's memory on the H100 (dense and OCR-2 targets): the KV cache the driver measured
+/// equals the one computed from the model config, and the headroom is the stated arithmetic of
+/// the recorded bytes, recomputed here from `capture.memory` alone.
+#[test]
+fn memory_record_kv_cache_and_headroom_of_the_sample_runs() {
+    for run in [
+        "20261123-214632-qwen2.5-0.5b-light",
+        "20261123-214828-qwen2.5-0.5b-light",
+        "20261123-215011-deepseek-ocr2-light",
+    ] {
+        let b = llmprof_store::read_bundle(&fixture(&format!("sample-runs/{run}"))).unwrap();
+        let m = b
+            .capture
+            .as_ref()
+            .unwrap()
+            .memory
+            .clone()
+            .expect("a memory record");
+        let a = llmprof_analysis::analyze(&b);
+        let mem = a.memory.as_ref().unwrap();
+        let kv = m.kv_cache_bytes.unwrap() as f64;
+        let computed = mem.kv_cache_computed_bytes.unwrap();
+        assert_eq!(
+            kv, computed,
+            "{run}: measured KV = 2·L·H_kv·d·bytes × tokens × batch"
+        );
+        let h = mem.headroom.as_ref().unwrap();
+        let top = m
+            .stages
+            .iter()
+            .map(|s| s.peak_allocated_bytes)
+            .max()
+            .unwrap();
+        let at_rest = m.allocated_bytes.unwrap();
+        let batch = m.batch_size.unwrap();
+        let per_seq = (top - at_rest) as f64 / batch as f64;
+        let margin = 0.1 * m.total_bytes.unwrap() as f64;
+        let avail =
+            m.free_bytes.unwrap() as f64 + (m.reserved_bytes.unwrap() - at_rest) as f64 - margin;
+        assert_eq!(h.bytes_per_sequence, per_seq, "{run}");
+        assert_eq!(h.extra_sequences, (avail / per_seq).floor() as u64, "{run}");
+        assert!(h.suggested_batch > batch && h.suggested_batch <= batch + h.extra_sequences);
+        // The finding quotes it, and the decode's launch-bound recommendation points to it.
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.id == "batch_headroom")
+            .unwrap();
+        assert!(f.evidence[0].contains("÷ batch"), "{:?}", f.evidence);
+        let launch = a
+            .findings
+            .iter()
+            .find(|f| f.id == "launch_bound" && f.stage.as_deref() == Some("decode"))
+            .unwrap();
+        assert!(launch.recommendation.contains("Device memory allows"));
+    }
+}

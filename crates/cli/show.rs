@@ -129,6 +129,10 @@ fn capture(s: &mut String, r: &RunReport, width: usize) {
         s.push_str("  overhead  each profiled pass against the unprofiled baseline:\n");
         s.push_str(&indent(&table::render(&c.overhead, width)));
     }
+    if !c.memory.is_empty() {
+        s.push_str("  memory    device memory of the baseline pass:\n");
+        s.push_str(&indent(&table::render(&c.memory, width)));
+    }
     if !c.energy.is_empty() {
         s.push_str("  energy    per stage instance of the baseline pass:\n");
         s.push_str(&indent(&table::render(&c.energy, width)));

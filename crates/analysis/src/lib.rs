@@ -7,6 +7,7 @@ pub mod diagnose;
 
 pub mod kernels;
 pub mod launches;
+pub mod memory;
 pub mod model;
 pub mod peaks;
 pub mod run;
@@ -66,6 +67,7 @@ pub fn analyze(bundle: &Bundle) -> Analysis {
     a.inconsistent = throughput::guard(&mut a.stages);
     a.run = run::metrics(bundle, &a.stages, a.peak.as_ref(), &headline);
     a.kernels = kernels::classify(bundle);
+    a.memory = memory::analyze(bundle, a.model.as_ref(), &a.stages, &a.run);
     a.findings = diagnose::findings(
         bundle,
         &a.stages,
@@ -73,6 +75,10 @@ pub fn analyze(bundle: &Bundle) -> Analysis {
         a.peak.as_ref(),
         a.inconsistent.as_deref(),
     );
+    if let Some(headroom) = a.memory.as_ref().and_then(memory::finding) {
+        memory::quote_headroom(&mut a.findings, &a.memory);
+        a.findings.push(headroom);
+    }
     a.summary = summary::write(bundle, &a);
     a
 }

@@ -39,6 +39,52 @@ pub struct Analysis {
     /// and the ratios are withheld.
     #[serde(default)]
     pub inconsistent: Option<String>,
+    /// The KV cache computed against measured, and the batch headroom (see [`Headroom`]);
+    /// `None` without the baseline's memory record.
+    #[serde(default)]
+    pub memory: Option<MemoryAnalysis>,
+}
+
+/// What analysis makes of `capture.memory`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryAnalysis {
+    /// KV bytes per token of the model config x the cache's tokens x batch; `None` without a
+    /// model config.
+    #[serde(default)]
+    pub kv_cache_computed_bytes: Option<f64>,
+    /// Measured against computed, percent; a static cache is allocated for its whole length.
+    #[serde(default)]
+    pub kv_cache_diff_pct: Option<f64>,
+    #[serde(default)]
+    pub headroom: Option<Headroom>,
+}
+
+/// How many more sequences fit at this context length, and what decode would do with them
+/// (an estimate). Every input is in the bundle; `arithmetic` writes the sum out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Headroom {
+    /// Device memory one more sequence needs: the highest stage peak allocated above what stays
+    /// allocated between iterations (weights and buffers), divided by the batch.
+    pub bytes_per_sequence: f64,
+    /// Free memory plus what the allocator reserved but did not use, less the margin.
+    pub available_bytes: f64,
+    /// Kept free: 10% of the device's memory.
+    pub margin_bytes: f64,
+    /// Sequences that fit on top of the measured batch.
+    pub extra_sequences: u64,
+    /// The batch the estimate uses: the measured batch plus what fits, capped (for a
+    /// launch-bound decode) where the GPU's busy time per step would fill the step.
+    pub suggested_batch: u64,
+    pub batch: u64,
+    /// Decode tokens/s measured, and estimated at `suggested_batch` if decode stays bound where
+    /// it is.
+    #[serde(default)]
+    pub decode_tokens_per_s: Option<f64>,
+    #[serde(default)]
+    pub estimated_tokens_per_s: Option<f64>,
+    /// The decode's bound the estimate assumes stays.
+    pub bound: String,
+    pub arithmetic: String,
 }
 
 /// The peak throughput and bandwidth ratios are computed against.

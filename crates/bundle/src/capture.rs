@@ -94,6 +94,10 @@ pub struct Capture {
     /// process (and in older bundles).
     #[serde(default)]
     pub ranks: Option<CaptureRanks>,
+    /// Device memory the baseline pass measured (see [`MemoryRecord`]); `None` for `--cmd`,
+    /// without CUDA, and in older bundles.
+    #[serde(default)]
+    pub memory: Option<MemoryRecord>,
     /// `--repeats auto`: how many fresh baseline processes it took to bring each measured
     /// stage's 95% confidence interval within the target, or why it stopped short; `None` for a
     /// fixed `--repeats` and in older bundles.
@@ -108,6 +112,49 @@ pub struct Capture {
 /// the baseline passes had run `cap_s` seconds. The interval pools the variance between the
 /// processes (the spread of their medians, Student t) with the order-statistics interval of
 /// all iterations, whichever is wider.
+/// Device memory of the baseline pass, as PyTorch's caching allocator and CUDA report it
+/// (`torch.cuda.max_memory_allocated/reserved`, `mem_get_info`), in bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    /// The file it was read from (`raw/baseline/baseline.json`) and how it was measured.
+    pub source: String,
+    /// Every parameter and buffer of the model.
+    #[serde(default)]
+    pub weights_bytes: Option<u64>,
+    /// Free and total device memory after the measured iterations (`cudaMemGetInfo`).
+    #[serde(default)]
+    pub free_bytes: Option<u64>,
+    #[serde(default)]
+    pub total_bytes: Option<u64>,
+    /// Allocated and reserved by the allocator at that moment.
+    #[serde(default)]
+    pub allocated_bytes: Option<u64>,
+    #[serde(default)]
+    pub reserved_bytes: Option<u64>,
+    /// Per stage: the largest peak over the measured iterations (peaks reset at each stage's
+    /// start).
+    #[serde(default)]
+    pub stages: Vec<StageMemory>,
+    /// Bytes the KV cache's key/value tensors held after the decode (a static cache: its whole
+    /// allocation), the cache kind, and the tokens x batch it held.
+    #[serde(default)]
+    pub kv_cache_bytes: Option<u64>,
+    #[serde(default)]
+    pub kv_cache_kind: Option<String>,
+    #[serde(default)]
+    pub kv_tokens: Option<u64>,
+    #[serde(default)]
+    pub batch_size: Option<u64>,
+}
+
+/// One stage's peak device memory in the baseline pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageMemory {
+    pub stage: String,
+    pub peak_allocated_bytes: u64,
+    pub peak_reserved_bytes: u64,
+}
+
 /// How a `--nproc` capture ran its ranks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaptureRanks {

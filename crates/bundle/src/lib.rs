@@ -103,6 +103,9 @@
 //!   *every* instance (`None` when they differ); bundles written before hold the first
 //!   instance's parent there, and paths of the capture host's working directory
 //!   (`/tmp/runs/.capture-…/raw/…`) where sources now say `raw/…`.
+//!   Also: `capture.memory` ([`MemoryRecord`]: the baseline pass's peak allocated/reserved
+//!   bytes per stage, weights, the KV cache measured after the decode with its tokens and
+//!   batch, free and total device memory).
 //!   Also: `capture.ranks` ([`CaptureRanks`]: a `--nproc` capture's rank count, GPUs in rank
 //!   order, the rank ncu profiled, the launcher, and where each rank's raw files are).
 //!   Also: `capture.auto_repeats` ([`AutoRepeats`], the outcome
@@ -151,12 +154,13 @@ mod warmup;
 mod workload;
 
 pub use analysis::{
-    is_warmup, Analysis, Finding, HeadlineBasis, KernelAnalysis, LaunchFacts, Measure,
-    ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole, StageWall,
+    is_warmup, Analysis, Finding, HeadlineBasis, Headroom, KernelAnalysis, LaunchFacts, Measure,
+    MemoryAnalysis, ModelSummary, Peak, RunMetrics, StageAnalysis, StageRole, StageWall,
 };
 pub use capture::{
     AutoRepeats, Capture, CaptureRanks, CompileRecord, EnvSnapshot, IterationSample, ManifestEntry,
-    NvmlSeries, Overhead, PassRecord, StageCi, StageEnergy, StageTimings, SubStageTiming, Window,
+    MemoryRecord, NvmlSeries, Overhead, PassRecord, StageCi, StageEnergy, StageMemory,
+    StageTimings, SubStageTiming, Window,
 };
 pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;

@@ -11,6 +11,7 @@
 mod cmd_timings;
 pub mod cpu;
 pub mod energy;
+mod memory;
 pub mod nsys_export;
 pub mod nvml;
 mod passes;

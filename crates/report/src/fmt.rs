@@ -76,6 +76,17 @@ pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
+/// A memory size: MiB with one decimal below 1 GiB, else GiB with two (`12.3 MiB`,
+/// `1.17 GiB`).
+pub fn bytes(b: f64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    if b.abs() < GIB {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.2} GiB", b / GIB)
+    }
+}
+
 /// Bytes per second in GB/s, no decimal: `3352 GB/s`.
 pub fn gbps(bytes_per_s: u64) -> String {
     format!("{:.0} GB/s", bytes_per_s as f64 / 1e9)

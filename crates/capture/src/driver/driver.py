@@ -623,6 +623,13 @@ class Runner:
         self.hooks = []
         self.prefill_logits = None
         self.sync = (lambda: None) if cpu_test_mode() else torch.cuda.synchronize
+        self.memory = None          # a MemoryProbe in the baseline pass
+
+    def memory_facts(self):
+        """The model's weights and the device's memory now (MemoryProbe.pass_facts)."""
+        probe = MemoryProbe(self.torch, None, True) if cpu_test_mode() else MemoryProbe(
+            self.torch, next(self.model.parameters()).device, False)
+        return probe.pass_facts(self.model)
 
     def stage_name(self, name):
         return WARMUP_PREFIX + name if self.warm else name
@@ -675,8 +682,11 @@ class Runner:
         rec = {} if record is None else record
         sync_each = self.plan.sync_each_step
         dec = self.decoder
+        mem = self.memory
         with torch.no_grad():
             dec.reset()
+            if mem:
+                mem.start(rec)
             w0 = wall()
             t0 = now()
             with self.stage(STAGE_PREFILL):
@@ -687,13 +697,17 @@ class Runner:
             w1 = wall()
             rec["prefill_ns"] = t1 - t0
             rec["prefill_window_ns"] = [w0, w1]
+            d1, dw1 = t1, w1  # where the decode's time and window start
+            if mem:
+                mem.stage_end(rec, STAGE_PREFILL)
+                d1, dw1 = now(), wall()  # the probe's microseconds are no stage's time
             if self.prefill_logits is None:
                 self.prefill_logits = int(out.logits.shape[1])
             cache = out.past_key_values
             del out
             steps = rec["decode_step_ns"] = []
             if decode_steps > 0:
-                start = t1  # so the steps add up to decode_ns exactly
+                start = d1  # so the steps add up to decode_ns exactly
                 with self.stage(STAGE_DECODE):
                     for i in range(decode_steps):
                         logits, cache = dec.step(tok, cache, i)
@@ -705,15 +719,19 @@ class Runner:
                         steps.append(t - start)
                         start = t
                 t2 = now()
-                rec["decode_window_ns"] = [w1, wall()]
+                rec["decode_window_ns"] = [dw1, wall()]
+                if mem:
+                    mem.stage_end(rec, STAGE_DECODE)
                 # Without per-step syncs the last step waits for the GPU inside the stage's
                 # synchronize: fold that wait into it, so the steps add up to decode_ns.
                 steps[-1] += t2 - start
-                rec["decode_ns"] = t2 - t1
+                rec["decode_ns"] = t2 - d1
             else:
                 t2 = t1
                 rec["decode_ns"] = 0
             rec["total_ns"] = t2 - t0
+            if mem:
+                mem.kv_cache(rec, cache, dec)
         del cache
         self.collect_sub_stages(rec)
         return rec
@@ -764,6 +782,61 @@ class Runner:
             return self.decoder.prepare(self)
         finally:
             self.warm = False
+
+
+class MemoryProbe:
+    """Device memory per stage in the baseline pass: the allocator's peak allocated and reserved
+    bytes of each stage (peaks reset at each stage's start, read after its closing synchronize),
+    and, after the decode, the bytes the KV cache's tensors hold. The probe runs outside the
+    stages' timed intervals. On the CPU (test mode) only the KV cache is measured."""
+
+    def __init__(self, torch, device, cpu):
+        self.torch, self.device, self.cpu = torch, device, cpu
+
+    def start(self, rec):
+        rec["memory"] = {}
+        if not self.cpu:
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+
+    def stage_end(self, rec, stage):
+        if self.cpu:
+            return
+        cuda = self.torch.cuda
+        rec["memory"][stage] = {
+            "peak_allocated_bytes": int(cuda.max_memory_allocated(self.device)),
+            "peak_reserved_bytes": int(cuda.max_memory_reserved(self.device)),
+        }
+        cuda.reset_peak_memory_stats(self.device)
+
+    def kv_cache(self, rec, cache, decoder):
+        """The KV cache's bytes after the decode (a static cache: its whole allocation)."""
+        kv = kv_cache_bytes(self.torch, decoder.cache if decoder.cache is not None else cache)
+        if kv is not None:
+            rec["memory"]["kv_cache_bytes"] = kv
+            rec["memory"]["kv_cache_kind"] = "static" if decoder.cache is not None else "dynamic"
+
+    def pass_facts(self, model):
+        """Weights and the device's free and total memory, once per pass."""
+        facts = {"weights_bytes": int(sum(t.numel() * t.element_size()
+                                          for t in [*model.parameters(), *model.buffers()]))}
+        if not self.cpu:
+            free, total = self.torch.cuda.mem_get_info(self.device)
+            facts.update({"free_bytes": int(free), "total_bytes": int(total),
+                          "allocated_bytes": int(self.torch.cuda.memory_allocated(self.device)),
+                          "reserved_bytes": int(self.torch.cuda.memory_reserved(self.device))})
+        return facts
+
+
+def kv_cache_bytes(torch, cache):
+    """Bytes of the key/value tensors a Hugging Face cache holds (transformers' `layers[i].keys
+    /values`, or the legacy tuple of (key, value) per layer); None when it holds none."""
+    tensors = []
+    for layer in getattr(cache, "layers", None) or []:
+        tensors += [getattr(layer, n, None) for n in ("keys", "values")]
+    if not tensors and isinstance(cache, (tuple, list)):
+        tensors = [t for pair in cache for t in (pair if isinstance(pair, (tuple, list)) else [])]
+    sizes = [t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor)]
+    return int(sum(sizes)) if sizes else None
 
 
 class Decoder:
@@ -1228,8 +1301,34 @@ def pass_baseline(ctx, runner):
         ctx["meta"].note(f"baseline: sub-stages timed by {runner.marker.clock} at their modules' "
                          "forward hooks, without synchronizing at their boundaries "
                          "(sub_stage_ns)")
+    torch = ctx["torch"]
+    cpu = cpu_test_mode()
+    runner.memory = MemoryProbe(torch, None if cpu else torch.device("cuda", plan.device), cpu)
     doc = run_timed(ctx, runner, "baseline.json", plan.repeats)
+    runner.memory = None
+    doc["memory"] = memory_summary(runner.memory_facts(), doc["iterations"], plan,
+                                   runner.decoder.seq_len)
+    write_json(os.path.join(plan.out_dir, "baseline.json"), doc)
     prefill_energy_loop(ctx, runner, doc)
+
+
+def memory_summary(facts, iterations, plan, seq_len):
+    """The baseline's memory: the pass facts, each stage's largest peak over the measured
+    iterations, and the KV cache with the tokens it held (the prefill's sequence, image tokens
+    included, plus the decode steps) and the batch."""
+    out = dict(facts)
+    for stage in (STAGE_PREFILL, STAGE_DECODE):
+        peaks = [it["memory"][stage] for it in iterations if stage in it.get("memory", {})]
+        if peaks:
+            out[stage] = {k: max(p[k] for p in peaks) for k in peaks[0]}
+    kv = [it["memory"]["kv_cache_bytes"] for it in iterations
+          if "kv_cache_bytes" in it.get("memory", {})]
+    if kv:
+        out["kv_cache_bytes"] = max(kv)
+        out["kv_cache_kind"] = iterations[-1]["memory"].get("kv_cache_kind")
+        out["kv_tokens"] = seq_len + plan.max_new_tokens
+        out["batch_size"] = plan.batch_size
+    return out
 
 
 def prefill_energy_loop(ctx, runner, doc):

@@ -277,8 +277,16 @@ class CpuRun(unittest.TestCase):
             self.assertEqual(len(sub["decode"]["layer0"]), 3, sub)
             self.assertTrue(0 < sub["prefill"]["layer0"][0] < it["prefill_ns"], (sub, it))
             self.assertTrue(0 < sum(sub["decode"]["layer0"]) < it["decode_ns"], (sub, it))
+            # The KV cache after the decode holds (prompt + 3 steps) tokens x batch 2 of each
+            # layer's keys and values: 2 layers x 2 kv heads x head dim 16, float32 (4 bytes).
+            self.assertEqual(it["memory"]["kv_cache_bytes"], 2 * 2 * 2 * 16 * (8 + 3) * 2 * 4)
         first, second = base["iterations"]
         self.assertLess(first["decode_window_ns"][1], second["prefill_window_ns"][0])
+        mem = base["memory"]
+        self.assertEqual((mem["kv_tokens"], mem["batch_size"]), (8 + 3, 2))
+        self.assertEqual(mem["kv_cache_kind"], "dynamic")
+        # Weights: every parameter and buffer of the tiny model, in float32.
+        self.assertGreater(mem["weights_bytes"], 4 * 1000 * 64)
         self.assertFalse(any("sub_stage_ns" in it for it in base["warmup_iterations"]))
         # The prefill loop ran after the measured iterations, for at least the time asked.
         loop = base["prefill_loop"]

@@ -177,6 +177,7 @@ fn target_results(
     let timing = timings::read_all(raw);
     capture.compile = timings::compile_records(raw, &s.plan.passes);
     capture.baseline = timing.baseline.clone();
+    capture.memory = crate::memory::baseline_memory(raw);
     capture.overhead = timing.overhead();
     let image_tokens = timings::image_tokens(raw);
     if let Some(series) = nvml {

@@ -4,7 +4,7 @@
 
 use llmprof_bundle::{Bundle, Capture, StageTimings};
 
-use crate::fmt::{joules, ms_f, thousands, us};
+use crate::fmt::{bytes, joules, ms_f, thousands, us};
 use crate::table::{Column, TableView};
 
 /// The capture's sections; empty tables and `None`s for an ingested run.
@@ -24,6 +24,8 @@ pub struct CaptureReport {
     pub passes: TableView,
     pub energy: TableView,
     pub energy_note: Option<String>,
+    /// Device memory of the baseline pass (empty without a memory record).
+    pub memory: TableView,
     pub manifest: TableView,
     pub snapshot: TableView,
     pub missing: Vec<String>,
@@ -57,6 +59,7 @@ impl CaptureReport {
             passes: passes(c),
             energy: energy(c),
             energy_note: c.energy_note.clone(),
+            memory: memory(b),
             manifest: manifest(c),
             snapshot: snapshot(c),
             missing: c.missing.clone(),
@@ -248,6 +251,76 @@ fn energy(c: &Capture) -> TableView {
                 (None, None) => "n/a".into(),
             },
         ]);
+    }
+    t
+}
+
+/// The baseline's memory: weights, each stage's peak, the KV cache measured and computed from
+/// the config, the device's free memory, and the headroom analysis found.
+fn memory(b: &Bundle) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::text("Memory"),
+        Column::num("Bytes"),
+        Column::text("Note"),
+    ]);
+    let Some(m) = b.capture.as_ref().and_then(|c| c.memory.as_ref()) else {
+        return t;
+    };
+    t = t.from_source(&m.source);
+    let a = b.analysis.as_ref().and_then(|a| a.memory.as_ref());
+    let mut row = |what: &str, v: Option<f64>, note: String| {
+        if let Some(v) = v {
+            t.push(vec![what.to_string(), bytes(v), note]);
+        }
+    };
+    row(
+        "weights",
+        m.weights_bytes.map(|v| v as f64),
+        "parameters and buffers".into(),
+    );
+    for s in &m.stages {
+        row(
+            &format!("{} peak allocated", s.stage),
+            Some(s.peak_allocated_bytes as f64),
+            format!("reserved {}", bytes(s.peak_reserved_bytes as f64)),
+        );
+    }
+    let held = match (m.kv_tokens, m.batch_size) {
+        (Some(t), Some(b)) => format!("{} tokens × batch {b}", thousands(t)),
+        _ => String::new(),
+    };
+    let kind = m.kv_cache_kind.clone().unwrap_or_default();
+    row(
+        "KV cache, measured",
+        m.kv_cache_bytes.map(|v| v as f64),
+        format!("{kind} cache, {held}"),
+    );
+    if let Some(c) = a.and_then(|a| a.kv_cache_computed_bytes) {
+        let diff = a
+            .and_then(|a| a.kv_cache_diff_pct)
+            .map_or(String::new(), |d| format!("; measured differs by {d:+.1}%"));
+        row(
+            "KV cache, computed",
+            Some(c),
+            format!("model config × {held}{diff}"),
+        );
+    }
+    row(
+        "free after the iterations",
+        m.free_bytes.map(|v| v as f64),
+        m.total_bytes
+            .map_or(String::new(), |t| format!("of {}", bytes(t as f64))),
+    );
+    if let Some(h) = a.and_then(|a| a.headroom.as_ref()) {
+        row(
+            "per extra sequence",
+            Some(h.bytes_per_sequence),
+            format!(
+                "{} more fit; suggested batch {} (headroom finding)",
+                thousands(h.extra_sequences),
+                h.suggested_batch
+            ),
+        );
     }
     t
 }

@@ -895,3 +895,41 @@ fn dry_run_of_nproc_names_the_ranks_and_checks_the_devices() {
     }
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
+
+/// `--model-config`, `--metadata` and the token flags belong to `--cmd` (a target's driver
+/// records them); a missing file is named.
+#[test]
+fn cmd_analysis_flags_are_checked() {
+    let out = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "capture".into(),
+            "--dry-run".into(),
+            "--out".into(),
+            out.path().into(),
+        ];
+        a.extend(extra.iter().map(|s| s.into()));
+        llmprof(a)
+    };
+    let qwen = target("qwen2.5-0.5b.toml");
+    for (extra, needle) in [
+        (
+            &["--target", qwen.to_str().unwrap(), "--prompt-tokens", "5"][..],
+            "apply to --cmd",
+        ),
+        (
+            &[
+                "--cmd",
+                "true",
+                "--model-config",
+                "/nonexistent/config.json",
+            ][..],
+            "--model-config `/nonexistent/config.json` is not a file",
+        ),
+    ] {
+        let o = run(extra);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{extra:?} accepted");
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+    }
+}

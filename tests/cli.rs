@@ -716,3 +716,49 @@ fn csv_export_matches_nsys_stats_columns() {
     let bad = llmprof(["export", "/nonexistent", "--format", "csv", "/tmp/x"]);
     assert!(!bad.status.success() && stderr(&bad).contains("/nonexistent"));
 }
+
+/// A `--cmd` run gets MFU once it has the model config and token counts: `llmprof analyze
+/// --model-config … --prompt-tokens … --decode-steps …` on the H100 Python-workload run, whose
+/// workload (`examples/python-workload/workload.py`) builds the model of
+/// `examples/python-workload/config.json`.
+#[test]
+fn analyze_with_a_model_config_gives_a_cmd_run_mfu() {
+    let src = fixture("sample-runs/20261123-211114-workload-standard");
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    for entry in walkdir::WalkDir::new(&src) {
+        let entry = entry.unwrap();
+        let to = run.join(entry.path().strip_prefix(&src).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    let before = llmprof_store::read_bundle(&run).unwrap();
+    assert!(before.model.is_none(), "the --cmd run had no model config");
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/python-workload/config.json");
+    let o = llmprof([
+        "analyze".as_ref(),
+        run.as_os_str(),
+        "--model-config".as_ref(),
+        config.as_os_str(),
+        "--prompt-tokens".as_ref(),
+        "512".as_ref(),
+        "--decode-steps".as_ref(),
+        "64".as_ref(),
+        "--batch-size".as_ref(),
+        "1".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let b = llmprof_store::read_bundle(&run).unwrap();
+    let a = b.analysis.as_ref().unwrap();
+    assert_eq!(a.model.as_ref().unwrap().model_type, "qwen2");
+    let decode = a.stages.iter().find(|s| s.name == "decode").unwrap();
+    assert!(decode.mfu.is_some_and(|m| m > 0.0 && m < 1.0), "{decode:?}");
+    assert!(decode.mbu.is_some_and(|m| m > 0.0 && m < 1.0), "{decode:?}");
+    let show = llmprof(["show".as_ref(), run.as_os_str()]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(!text.contains("no model config"), "{text}");
+}

@@ -13,6 +13,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
     let mut bundle = llmprof_store::read_bundle(&args.run)?;
     let request = IngestRequest {
         metadata: args.workload.metadata.clone(),
+        model_config: args.model_config.clone(),
         workload: args.workload.flags(),
         peak_tflops: args.workload.peak_tflops,
         peak_gbps: args.workload.peak_gbps,

@@ -203,6 +203,13 @@ pub struct CaptureArgs {
     /// span per launch (lower overhead, no kernel detail).
     #[arg(long, value_enum, value_name = "LEVEL", default_value_t = GraphTraceArg::Node)]
     pub cuda_graph_trace: GraphTraceArg,
+    /// With --cmd: the model's Hugging Face config.json (copied into the run), so analysis
+    /// computes FLOPs, bytes, MFU and MBU for your workload.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+    /// With --cmd: token counts, metadata and peaks, as `llmprof ingest` takes them.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// Validate and print the plan; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -325,6 +332,9 @@ pub struct AnalyzeArgs {
     /// A run directory (runs/<run-id>).
     #[arg(value_name = "RUN_DIR")]
     pub run: PathBuf,
+    /// The model's Hugging Face config.json, replacing the run's (for FLOPs, bytes, MFU, MBU).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
 }

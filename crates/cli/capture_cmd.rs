@@ -64,6 +64,14 @@ fn options(args: &CaptureArgs) -> Result<CaptureOptions> {
     Ok(CaptureOptions {
         device: ranks.as_ref().map_or(args.device, |r| r.devices[0]),
         ranks,
+        cmd_analysis: llmprof_capture::CmdAnalysis {
+            model_config: args.model_config.clone(),
+            metadata: args.workload.metadata.clone(),
+            workload: args.workload.flags(),
+            peak_tflops: args.workload.peak_tflops,
+            peak_gbps: args.workload.peak_gbps,
+            warmup_instances: args.workload.warmup_instances,
+        },
         workload,
         mode: match args.mode {
             ModeArg::Light => Mode::Light,

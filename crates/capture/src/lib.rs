@@ -319,6 +319,8 @@ pub struct CaptureOptions {
     /// `--nproc N`: the target under torchrun with tensor parallelism (then `device` is the
     /// first rank's GPU).
     pub ranks: Option<ranks::Ranks>,
+    /// What analysis needs of a `--cmd` workload that its traces do not say.
+    pub cmd_analysis: CmdAnalysis,
     /// Seconds one pass may run (default: the target's `[run] timeout_s`, 3600 for `--cmd`).
     pub timeout_s: Option<u64>,
     /// Interleaved baseline/nsys pass pairs for the overhead (1 to [`MAX_OVERHEAD_REPEATS`]).
@@ -329,6 +331,37 @@ pub struct CaptureOptions {
     pub overrides: Vec<Override>,
     /// How the Nsight Systems pass traces CUDA graphs.
     pub cuda_graph_trace: GraphTraceLevel,
+}
+
+/// A `--cmd` workload's model config, metadata, token counts and peaks (`--model-config`,
+/// `--metadata`, `--prompt-tokens`, …), so its run gets MFU, MBU and the findings. The files
+/// are copied into the run's `raw/` (`config.json`, `metadata.json`), so it stays whole.
+#[derive(Debug, Clone, Default)]
+pub struct CmdAnalysis {
+    pub model_config: Option<PathBuf>,
+    pub metadata: Option<PathBuf>,
+    pub workload: llmprof_ingest::WorkloadFlags,
+    pub peak_tflops: Option<f64>,
+    pub peak_gbps: Option<f64>,
+    /// `--warmup-instances N`: leading instances of each stage that are warm-up.
+    pub warmup_instances: Option<u64>,
+}
+
+impl CmdAnalysis {
+    /// Whether any of it was given.
+    pub fn is_given(&self) -> bool {
+        let w = &self.workload;
+        self.model_config.is_some()
+            || self.metadata.is_some()
+            || self.peak_tflops.is_some()
+            || self.peak_gbps.is_some()
+            || self.warmup_instances.is_some()
+            || w.batch_size.is_some()
+            || w.prompt_tokens.is_some()
+            || w.image_tokens.is_some()
+            || !w.decode_steps.is_empty()
+            || w.prefill_logits.is_some()
+    }
 }
 
 /// The stopping rule of `--repeats auto`: stop once every measured stage's 95% confidence
@@ -416,6 +449,14 @@ const DISK_NEEDED: u64 = 2 << 30;
 /// lists the passes.
 pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
     let (target, command) = match &opts.workload {
+        WorkloadSpec::Target(_) if opts.cmd_analysis.is_given() => {
+            return Err(CaptureError::Environment(
+                "--model-config, --metadata, the token flags and the peaks apply to --cmd: a \
+                 target's driver records them (change a target's inputs with --set \
+                 inputs.batch_size=8)"
+                    .into(),
+            ))
+        }
         WorkloadSpec::Target(path) => (Some(Target::load_with(path, &opts.overrides)?), None),
         WorkloadSpec::Command(_) if !opts.overrides.is_empty() => {
             return Err(CaptureError::Environment(
@@ -431,6 +472,17 @@ pub fn plan(opts: CaptureOptions) -> Result<Plan, CaptureError> {
         }
         WorkloadSpec::Command(c) => (None, Some(c.clone())),
     };
+    for (what, path) in [
+        ("--model-config", &opts.cmd_analysis.model_config),
+        ("--metadata", &opts.cmd_analysis.metadata),
+    ] {
+        if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+            return Err(CaptureError::Environment(format!(
+                "{what} `{}` is not a file",
+                p.display()
+            )));
+        }
+    }
     let python = target.as_ref().map(|t| tools::python(&t.run.python));
     let nsys = tools::find("nsys", "NSYS");
     let ncu = tools::find("ncu", "NCU");

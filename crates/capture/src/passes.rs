@@ -181,11 +181,15 @@ impl<'a> Session<'a> {
         write_error(path, e, Some(&self.work_dir))
     }
 
-    /// The target's model config as `raw/config.json`, for ingest; `None` for `--cmd` or when
-    /// it cannot be written.
+    /// The model config as `raw/config.json`, for ingest: the target's, or a `--cmd`
+    /// workload's `--model-config` copied; `None` without one or when it cannot be written.
     fn write_model_config(&self) -> Option<PathBuf> {
-        let c = self.plan.target.as_ref()?.model_config()?;
         let p = self.raw.join("config.json");
+        if let Some(given) = &self.plan.opts.cmd_analysis.model_config {
+            std::fs::copy(given, &p).ok()?;
+            return Some(p);
+        }
+        let c = self.plan.target.as_ref()?.model_config()?;
         std::fs::write(&p, serde_json::to_string_pretty(&c).ok()?).ok()?;
         Some(p)
     }

@@ -31,6 +31,10 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
         label: Some(label.clone()),
         stage_names: output.capture.stage_names.clone(),
         relative_to: Some(output.work_dir.clone()),
+        workload: plan.opts.cmd_analysis.workload.clone(),
+        peak_tflops: plan.opts.cmd_analysis.peak_tflops,
+        peak_gbps: plan.opts.cmd_analysis.peak_gbps,
+        warmup_instances: plan.opts.cmd_analysis.warmup_instances,
         ..IngestRequest::default()
     };
     let mut capture = output.capture.clone();

@@ -401,6 +401,11 @@ pub fn apply_overrides(bundle: &mut Bundle, req: &IngestRequest) -> Result<(), I
         Some(path) => Some((names.file(path), read_metadata(path)?)),
         None => None,
     };
+    if let Some(path) = &req.model_config {
+        let mut model = read_model_config(path)?;
+        model.source = names.file(path);
+        bundle.model = Some(model);
+    }
     let base = bundle.workload.clone().unwrap_or_default();
     workload::assemble(bundle, req, metadata.as_ref(), base);
     let (leading, source) = match (req.warmup_instances, &bundle.warmup) {

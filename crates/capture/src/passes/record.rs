@@ -64,7 +64,7 @@ pub(super) fn finish(
         )?),
         None => {
             command_results(s, capture, nvml.as_mut(), &st.windows, kineto.is_some());
-            None
+            command_metadata(s)
         }
     };
     if nvml.is_none() {
@@ -100,6 +100,15 @@ pub(super) fn finish(
         capture: st.capture,
         nvml,
     })
+}
+
+/// A `--cmd` workload's `--metadata`, copied to `raw/metadata.json` for ingest; `None` without
+/// one or when it cannot be copied.
+fn command_metadata(s: &Session<'_>) -> Option<PathBuf> {
+    let given = s.plan.opts.cmd_analysis.metadata.as_ref()?;
+    let p = s.raw.join("metadata.json");
+    std::fs::copy(given, &p).ok()?;
+    Some(p)
 }
 
 /// The PyTorch-profiler trace and the ncu CSV the passes left, with a `missing` line for a

@@ -35,7 +35,6 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
         peak_tflops: plan.opts.cmd_analysis.peak_tflops,
         peak_gbps: plan.opts.cmd_analysis.peak_gbps,
         warmup_instances: plan.opts.cmd_analysis.warmup_instances,
-        ..IngestRequest::default()
     };
     let mut capture = output.capture.clone();
     relative_commands(&mut capture, &output.work_dir);

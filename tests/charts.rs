@@ -528,6 +528,7 @@ fn nvml_timeline_draws_samples_and_pass_bands() {
     });
     let svg = llmprof_charts::nvml_timeline(&b).unwrap();
     assert!(svg.contains("power (W)") && svg.contains("SM clock (MHz)"));
+    assert!(svg.contains("memory used (GiB)"));
     assert!(!svg.contains("<script"), "pass names are escaped");
     roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(

@@ -294,7 +294,7 @@ fn sample_runs_show_capture_overhead_and_nvml() {
             "id=\"passes-table\"",
             "id=\"manifest-table\"",
             "id=\"snapshot-table\"",
-            "GPU power, SM clock and utilization (NVML)",
+            "GPU power, SM clock, utilization and memory used (NVML)",
             "Decode is launch-bound",
             "id=\"headline-table\"",
             "decode mJ/token",

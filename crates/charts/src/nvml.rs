@@ -1,5 +1,5 @@
-//! GPU power, SM clock and utilization over time from the NVML samples of a capture, with the
-//! capture's passes as labelled bands.
+//! GPU power, SM clock, utilization and device memory used over time from the NVML samples of
+//! a capture, with the capture's passes as labelled bands.
 
 use llmprof_bundle::{Bundle, NvmlSeries};
 use plotters::style::RGBColor;
@@ -15,17 +15,21 @@ const FIRST: i32 = 64;
 /// Most points drawn per line (samples are averaged into buckets beyond that).
 const MAX_POINTS: usize = 600;
 
-/// Three panels sharing a time axis: power (W), SM clock (MHz), GPU utilization (%); `None`
-/// without samples.
+/// Four panels sharing a time axis: power (W), SM clock (MHz), GPU utilization (%), device
+/// memory used (GiB, the whole device as NVML reports it); `None` without samples.
 pub fn nvml_timeline(bundle: &Bundle) -> Option<String> {
     let s = bundle.nvml.as_ref()?;
     let time = TimeAxis::of(s)?;
     let panels = panels(s);
-    let bottom = FIRST + 3 * PANEL + 2 * GAP;
+    let bottom = FIRST + PANELS as i32 * PANEL + (PANELS as i32 - 1) * GAP;
     let height = (bottom + 40) as u32;
     let subtitle = subtitle(s, time.span);
     render(WIDTH, height, |p| {
-        header(p, "GPU power, SM clock and utilization (NVML)", &subtitle)?;
+        header(
+            p,
+            "GPU power, SM clock, utilization and memory used (NVML)",
+            &subtitle,
+        )?;
         pass_bands(p, s, &time, bottom)?;
         for (k, panel) in panels.iter().enumerate() {
             panel.draw(p, FIRST + k as i32 * (PANEL + GAP), &time)?;
@@ -83,8 +87,10 @@ struct Panel {
     fixed_max: Option<f64>,
 }
 
-/// Power (W), SM clock (MHz) and GPU utilization (%), top to bottom.
-fn panels(s: &NvmlSeries) -> [Panel; 3] {
+const PANELS: usize = 4;
+
+/// Power (W), SM clock (MHz), GPU utilization (%) and memory used (GiB), top to bottom.
+fn panels(s: &NvmlSeries) -> [Panel; PANELS] {
     [
         Panel {
             label: "power (W)",
@@ -112,6 +118,15 @@ fn panels(s: &NvmlSeries) -> [Panel; 3] {
             values: s.gpu_util_pct.iter().map(|&v| f64::from(v)).collect(),
             color: rgb("#59a14f"),
             fixed_max: Some(100.0),
+        },
+        Panel {
+            label: "memory used (GiB)",
+            t_ns: s.t_ns.clone(),
+            values: (s.mem_used_bytes.iter())
+                .map(|&v| v as f64 / (1u64 << 30) as f64)
+                .collect(),
+            color: rgb("#b07aa1"),
+            fixed_max: None,
         },
     ]
 }
@@ -232,7 +247,7 @@ mod tests {
             gpu_util_pct: vec![50; 4],
             ..NvmlSeries::default()
         };
-        let [power, clock, _] = panels(&s);
+        let [power, clock, _, _] = panels(&s);
         assert_eq!(power.t_ns, [0, 40, 60]);
         assert_eq!(power.values, [200.0, 210.0, 220.0]);
         assert_eq!(clock.t_ns.len(), 4);

@@ -762,3 +762,42 @@ fn analyze_with_a_model_config_gives_a_cmd_run_mfu() {
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(!text.contains("no model config"), "{text}");
 }
+
+/// The manual test flow's artifact check (`tests/manual/stage2_profile/check_run.py`) passes on
+/// every committed sample run, and fails on a run whose stored TTFT was tampered with.
+#[test]
+fn manual_flow_check_passes_on_the_sample_runs() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/manual/stage2_profile/check_run.py");
+    let check = |run: &std::path::Path| {
+        std::process::Command::new("python3")
+            .arg(&script)
+            .arg("--trimmed")
+            .arg(run)
+            .output()
+            .expect("python3 runs the check")
+    };
+    for run in llmprof_store::list_runs(&fixture("sample-runs")).unwrap() {
+        let o = check(&run);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}:\n{text}", run.display());
+        assert!(text.contains("PASS  headline"), "{text}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fixture("sample-runs/20261123-214632-qwen2.5-0.5b-light");
+    let mut b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("bundle.json")).unwrap()).unwrap();
+    b["analysis"]["run"]["ttft_ns"]["median"] = serde_json::json!(1.0);
+    std::fs::write(tmp.path().join("bundle.json"), b.to_string()).unwrap();
+    std::fs::copy(
+        src.join("timeline.json.gz"),
+        tmp.path().join("timeline.json.gz"),
+    )
+    .unwrap();
+    let o = check(tmp.path());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !o.status.success() && text.contains("FAIL  headline"),
+        "{text}"
+    );
+}

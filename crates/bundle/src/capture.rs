@@ -145,6 +145,10 @@ pub struct MemoryRecord {
     pub kv_tokens: Option<u64>,
     #[serde(default)]
     pub batch_size: Option<u64>,
+    /// The stages' peaks are NVML's used memory of the whole device (a `--cmd` workload that
+    /// reported none), not the allocator's: both peak fields hold it.
+    #[serde(default)]
+    pub nvml_used: bool,
 }
 
 /// One stage's peak device memory in the baseline pass.

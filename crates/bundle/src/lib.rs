@@ -105,7 +105,8 @@
 //!   (`/tmp/runs/.capture-…/raw/…`) where sources now say `raw/…`.
 //!   Also: `capture.memory` ([`MemoryRecord`]: the baseline pass's peak allocated/reserved
 //!   bytes per stage, weights, the KV cache measured after the decode with its tokens and
-//!   batch, free and total device memory).
+//!   batch, free and total device memory; for a `--cmd` workload, `nvml_used`: NVML's used
+//!   memory of the whole device inside each stage's windows).
 //!   Also: `capture.ranks` ([`CaptureRanks`]: a `--nproc` capture's rank count, GPUs in rank
 //!   order, the rank ncu profiled, the launcher, and where each rank's raw files are).
 //!   Also: `capture.auto_repeats` ([`AutoRepeats`], the outcome

@@ -1,9 +1,12 @@
-//! The baseline pass's device memory (`raw/baseline/baseline.json`'s `memory`, written by the
-//! driver's `MemoryProbe`) as the run's [`MemoryRecord`].
+//! The baseline pass's device memory as the run's [`MemoryRecord`]: for a target, what the
+//! driver's `MemoryProbe` wrote (`raw/baseline/baseline.json`'s `memory`); for a `--cmd`
+//! workload, NVML's used memory over its stage windows ([`nvml_fallback`]), labelled as such.
 
 use std::path::Path;
 
-use llmprof_bundle::{MemoryRecord, StageMemory};
+use llmprof_bundle::{MemoryRecord, NvmlSeries, StageMemory};
+
+use crate::energy::EnergyWindows;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -63,6 +66,41 @@ pub fn baseline_memory(raw: &Path) -> Option<MemoryRecord> {
         kv_cache_kind: m.kv_cache_kind,
         kv_tokens: m.kv_tokens,
         batch_size: m.batch_size,
+        nvml_used: false,
+    })
+}
+
+/// A `--cmd` workload's memory when it reports none itself: the most NVML's used memory (the
+/// whole device, every process) reached inside each stage's baseline windows; `None` without
+/// samples in any window.
+pub fn nvml_fallback(series: &NvmlSeries, stages: &[EnergyWindows]) -> Option<MemoryRecord> {
+    let peak = |windows: &[(i64, i64)]| {
+        (series.t_ns.iter().zip(&series.mem_used_bytes))
+            .filter(|(t, _)| windows.iter().any(|(a, b)| (*a..=*b).contains(*t)))
+            .map(|(_, m)| *m)
+            .max()
+    };
+    let stages: Vec<StageMemory> = stages
+        .iter()
+        .filter_map(|w| {
+            peak(&w.windows).map(|m| StageMemory {
+                stage: w.stage.clone(),
+                peak_allocated_bytes: m,
+                peak_reserved_bytes: m,
+            })
+        })
+        .collect();
+    if stages.is_empty() {
+        return None;
+    }
+    Some(MemoryRecord {
+        source: "NVML used memory (the whole device, every process; no allocator view), the \
+                 most sampled inside each stage's windows of the baseline runs (fallback: the \
+                 workload reported no memory)"
+            .into(),
+        nvml_used: true,
+        stages,
+        ..MemoryRecord::default()
     })
 }
 
@@ -85,5 +123,31 @@ mod tests {
         assert!(m.source.starts_with("raw/baseline/baseline.json"));
         std::fs::write(dir.path().join("baseline/baseline.json"), "{}").unwrap();
         assert!(baseline_memory(dir.path()).is_none());
+    }
+
+    #[test]
+    fn a_command_falls_back_to_nvml_used_memory_in_its_stage_windows() {
+        let s = NvmlSeries {
+            t_ns: vec![0, 10, 20, 30, 40],
+            mem_used_bytes: vec![1, 5, 3, 9, 2],
+            ..NvmlSeries::default()
+        };
+        let w = |stage: &str, windows| EnergyWindows {
+            stage: stage.into(),
+            kind: "iterations",
+            windows,
+            per_window: 1,
+        };
+        let m = nvml_fallback(
+            &s,
+            &[w("prefill", vec![(5, 20)]), w("decode", vec![(25, 45)])],
+        );
+        let m = m.unwrap();
+        assert!(m.nvml_used && m.source.starts_with("NVML used memory"));
+        let peaks: Vec<(String, u64)> = (m.stages.iter())
+            .map(|s| (s.stage.clone(), s.peak_allocated_bytes))
+            .collect();
+        assert_eq!(peaks, [("prefill".into(), 5), ("decode".into(), 9)]);
+        assert!(nvml_fallback(&s, &[w("decode", vec![(100, 200)])]).is_none());
     }
 }

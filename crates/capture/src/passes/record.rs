@@ -270,8 +270,10 @@ fn command_results(
         windows: runs,
         per_window: 1,
     };
+    let stage_windows = cmd_timings::energy_windows(&s.raw, &capture.stage_names);
+    capture.memory = crate::memory::nvml_fallback(series, &stage_windows);
     let mut sets = vec![runs];
-    sets.extend(cmd_timings::energy_windows(&s.raw, &capture.stage_names));
+    sets.extend(stage_windows);
     energy_into(capture, series, &sets, |_| None);
 }
 

@@ -279,6 +279,14 @@ fn memory(b: &Bundle) -> TableView {
         "parameters and buffers".into(),
     );
     for s in &m.stages {
+        if m.nvml_used {
+            row(
+                &format!("{} peak used (NVML)", s.stage),
+                Some(s.peak_allocated_bytes as f64),
+                "the whole device, every process".into(),
+            );
+            continue;
+        }
         row(
             &format!("{} peak allocated", s.stage),
             Some(s.peak_allocated_bytes as f64),

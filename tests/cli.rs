@@ -801,3 +801,25 @@ fn manual_flow_check_passes_on_the_sample_runs() {
         "{text}"
     );
 }
+
+/// The H100 `--cmd` capture given `--model-config` and token flags: MFU from the first
+/// analysis, the config copied into the run, and its memory is NVML's (the workload reported
+/// none), labelled as the whole device's.
+#[test]
+fn a_cmd_capture_with_a_model_config_has_mfu_and_nvml_memory() {
+    let run = fixture("sample-runs/20261123-220459-workload-light-model-config");
+    let b = llmprof_store::read_bundle(&run).unwrap();
+    assert!(run.join("raw/config.json").is_file());
+    let a = b.analysis.as_ref().unwrap();
+    let prefill = a.stages.iter().find(|s| s.name == "prefill").unwrap();
+    assert!(
+        prefill.mfu.is_some_and(|m| m > 0.0 && m < 1.0),
+        "{prefill:?}"
+    );
+    let m = b.capture.as_ref().unwrap().memory.as_ref().unwrap();
+    assert!(m.nvml_used && m.stages.len() == 2, "{m:?}");
+    let show = llmprof(["show".as_ref(), run.as_os_str()]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("prefill peak used (NVML)"), "{text}");
+    assert!(text.contains("(--prompt-tokens flag)"), "{text}");
+}

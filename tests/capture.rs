@@ -841,16 +841,7 @@ fn sample_runs_energy_is_the_power_integral_over_the_baseline_stage_windows() {
 #[test]
 fn dry_run_of_nproc_names_the_ranks_and_checks_the_devices() {
     let out = tempfile::tempdir().unwrap();
-    let run = |extra: &[&str]| {
-        let mut a: Vec<std::ffi::OsString> = vec![
-            "capture".into(),
-            "--dry-run".into(),
-            "--out".into(),
-            out.path().into(),
-        ];
-        a.extend(extra.iter().map(|s| s.into()));
-        llmprof(a)
-    };
+    let run = |extra: &[&str]| dry_run_with(out.path(), extra);
     let qwen = target("qwen2.5-0.5b.toml");
     let q = qwen.to_str().unwrap();
     let o = run(&[
@@ -888,10 +879,7 @@ fn dry_run_of_nproc_names_the_ranks_and_checks_the_devices() {
             "a --cmd workload launches its own ranks",
         ),
     ] {
-        let o = run(extra);
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{extra:?} accepted");
-        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+        assert_refused(&run(extra), extra, needle);
     }
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
@@ -901,16 +889,7 @@ fn dry_run_of_nproc_names_the_ranks_and_checks_the_devices() {
 #[test]
 fn cmd_analysis_flags_are_checked() {
     let out = tempfile::tempdir().unwrap();
-    let run = |extra: &[&str]| {
-        let mut a: Vec<std::ffi::OsString> = vec![
-            "capture".into(),
-            "--dry-run".into(),
-            "--out".into(),
-            out.path().into(),
-        ];
-        a.extend(extra.iter().map(|s| s.into()));
-        llmprof(a)
-    };
+    let run = |extra: &[&str]| dry_run_with(out.path(), extra);
     let qwen = target("qwen2.5-0.5b.toml");
     for (extra, needle) in [
         (
@@ -927,9 +906,25 @@ fn cmd_analysis_flags_are_checked() {
             "--model-config `/nonexistent/config.json` is not a file",
         ),
     ] {
-        let o = run(extra);
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{extra:?} accepted");
-        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+        assert_refused(&run(extra), extra, needle);
     }
+}
+
+/// `llmprof capture --dry-run --out OUT EXTRA…`.
+fn dry_run_with(out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut a: Vec<std::ffi::OsString> = vec![
+        "capture".into(),
+        "--dry-run".into(),
+        "--out".into(),
+        out.into(),
+    ];
+    a.extend(extra.iter().map(|s| s.into()));
+    llmprof(a)
+}
+
+/// The command (run with `args`) failed and said `needle`.
+fn assert_refused(o: &std::process::Output, args: &[&str], needle: &str) {
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} accepted");
+    assert!(stderr.contains(needle), "{args:?}: {stderr}");
 }

@@ -164,3 +164,54 @@ fn graph_replayed_kernels_belong_to_the_range_of_their_graph_launch() {
     assert_eq!(b.totals.graph_kernels, decode.graph_kernels);
     assert_eq!(b.totals.graph_launches, decode.graph_launches);
 }
+
+/// Multi-rank PyTorch-profiler traces from HTA's test data (`hta-multirank/`, MIT): each rank's
+/// `distributedInfo` becomes `environment.distributed`, and every NCCL kernel of the trace
+/// (NCCL 2.17's `ncclKernel_*` names) lands in the communication category with its calls and
+/// time, counted here from the raw JSON.
+#[test]
+fn distributed_info_and_nccl_kernels_of_each_rank() {
+    use flate2::read::GzDecoder;
+    for (file, rank, world, groups) in [
+        ("nccl_rank0_of_2.json.gz", 0, 2, 1),
+        ("sampled_rank-0.json.gz", 0, 128, 0),
+        ("sampled_rank-1.json.gz", 1, 128, 0),
+    ] {
+        let path = fixture(&format!("hta-multirank/{file}"));
+        let req = IngestRequest {
+            kineto: Some(path.clone()),
+            ..Default::default()
+        };
+        let b = ingest(&req, &mut |_| {}).unwrap().bundle;
+        let d = b.environment.distributed.as_ref().expect("distributedInfo");
+        assert_eq!(
+            (d.rank, d.world_size, d.process_groups.len()),
+            (rank, world, groups)
+        );
+        assert_eq!(d.backend.as_deref(), Some("nccl"));
+        let raw: serde_json::Value =
+            serde_json::from_reader(GzDecoder::new(std::fs::File::open(&path).unwrap())).unwrap();
+        let nccl: Vec<&serde_json::Value> = raw["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "kernel" && e["name"].as_str().unwrap().starts_with("nccl"))
+            .collect();
+        let comm: Vec<&llmprof_bundle::Kernel> = (b.kernels.iter())
+            .filter(|k| k.category == llmprof_bundle::Category::Communication)
+            .collect();
+        assert!(!nccl.is_empty(), "{file} holds NCCL kernels");
+        let calls: u64 = comm.iter().map(|k| k.calls).sum();
+        assert_eq!(
+            calls,
+            nccl.len() as u64,
+            "{file}: every NCCL kernel is communication"
+        );
+        let us: f64 = nccl.iter().map(|e| e["dur"].as_f64().unwrap()).sum();
+        let ns: u64 = comm.iter().map(|k| k.total_ns).sum();
+        assert!(
+            (ns as f64 - us * 1e3).abs() < nccl.len() as f64,
+            "{file}: {ns} ns vs {us} µs"
+        );
+    }
+}

@@ -274,6 +274,10 @@ fn header(b: &Bundle, s: &mut String) {
     if !sw.is_empty() {
         s.push_str(&format!("  software  {}\n", sw.join(" · ")));
     }
+    if let Some(d) = &e.distributed {
+        let line = llmprof_report::run::rank_line(d);
+        s.push_str(&format!("  rank      {line}\n"));
+    }
     if let Some(m) = &b.model {
         s.push_str(&format!(
             "  model     {} ({})\n",

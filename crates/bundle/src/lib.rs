@@ -103,6 +103,8 @@
 //!   *every* instance (`None` when they differ); bundles written before hold the first
 //!   instance's parent there, and paths of the capture host's working directory
 //!   (`/tmp/runs/.capture-…/raw/…`) where sources now say `raw/…`.
+//!   Also: `environment.distributed` ([`Distributed`]: rank, world size, backend, NCCL version
+//!   and process groups from the PyTorch profiler's `distributedInfo`).
 //!   Also: `capture.memory` ([`MemoryRecord`]: the baseline pass's peak allocated/reserved
 //!   bytes per stage, weights, the KV cache measured after the decode with its tokens and
 //!   batch, free and total device memory; for a `--cmd` workload, `nvml_used`: NVML's used
@@ -439,6 +441,38 @@ pub struct Environment {
     /// The profiled program's command line, where the input records it.
     #[serde(default)]
     pub command: Option<String>,
+    /// The process's place in a distributed job, where the trace records it (the PyTorch
+    /// profiler's `distributedInfo`); `None` for a single process.
+    #[serde(default)]
+    pub distributed: Option<Distributed>,
+}
+
+/// One rank of a distributed job, as its trace describes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Distributed {
+    pub rank: u32,
+    pub world_size: u32,
+    /// `nccl`, `gloo`, ….
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub nccl_version: Option<String>,
+    /// The job's process groups (`pg_config`).
+    #[serde(default)]
+    pub process_groups: Vec<ProcessGroup>,
+}
+
+/// A process group of a distributed job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessGroup {
+    /// `pg_name` (`"0"`), and `pg_desc` (`default_pg`) when given.
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub size: u32,
+    /// Global ranks in the group.
+    #[serde(default)]
+    pub ranks: Vec<u32>,
 }
 
 /// A profiling tool and its version.

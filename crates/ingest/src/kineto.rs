@@ -148,6 +148,7 @@ struct Header {
     cupti_version: Option<u64>,
     schema_version: Option<u64>,
     base_time_ns: Option<i64>,
+    distributed: Option<DistributedInfo>,
 }
 
 impl Header {
@@ -171,6 +172,7 @@ impl Header {
         env.cuda_driver_version = self.cuda_driver_version.map(cuda_version);
         env.cuda_runtime_version = self.cuda_runtime_version.map(cuda_version);
         env.cupti_version = self.cupti_version.map(|v| v.to_string());
+        env.distributed = self.distributed.as_ref().and_then(DistributedInfo::record);
         if let Some(v) = self.schema_version {
             env.tools.push(ToolInfo {
                 name: "PyTorch profiler trace schema".into(),
@@ -178,6 +180,54 @@ impl Header {
             });
         }
         facts
+    }
+}
+
+/// The PyTorch profiler's `distributedInfo`; numbers may be written as strings.
+#[derive(Debug, Default, Deserialize)]
+struct DistributedInfo {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    rank: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    world_size: Option<u64>,
+    #[serde(default)]
+    backend: Option<String>,
+    #[serde(default)]
+    nccl_version: Option<String>,
+    #[serde(default)]
+    pg_config: Vec<PgConfig>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PgConfig {
+    #[serde(default)]
+    pg_name: Option<String>,
+    #[serde(default)]
+    pg_desc: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pg_size: Option<u64>,
+    #[serde(default)]
+    ranks: Vec<u64>,
+}
+
+impl DistributedInfo {
+    /// The bundle's record; `None` without a rank and a world size.
+    fn record(&self) -> Option<llmprof_bundle::Distributed> {
+        let small = |v: u64| u32::try_from(v).ok();
+        Some(llmprof_bundle::Distributed {
+            rank: small(self.rank?)?,
+            world_size: small(self.world_size?)?,
+            backend: self.backend.clone(),
+            nccl_version: self.nccl_version.clone(),
+            process_groups: (self.pg_config.iter())
+                .map(|g| llmprof_bundle::ProcessGroup {
+                    name: g.pg_name.clone().unwrap_or_default(),
+                    description: g.pg_desc.clone(),
+                    size: g.pg_size.and_then(small).unwrap_or(g.ranks.len() as u32),
+                    ranks: g.ranks.iter().filter_map(|&r| small(r)).collect(),
+                })
+                .collect(),
+        })
     }
 }
 
@@ -238,6 +288,9 @@ impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
                 "schemaVersion" => h.schema_version = map.next_value::<Lenient>()?.u64(),
                 "baseTimeNanoseconds" => {
                     h.base_time_ns = map.next_value::<Lenient>()?.i64();
+                }
+                "distributedInfo" => {
+                    h.distributed = map.next_value::<Option<DistributedInfo>>()?;
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

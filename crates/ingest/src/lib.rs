@@ -541,6 +541,9 @@ fn merge_facts(bundle: &mut Bundle, facts: Vec<SourceFacts>) {
             command
         );
         env.tools.extend(e.tools);
+        if env.distributed.is_none() {
+            env.distributed = e.distributed;
+        }
         captured = captured.or(f.captured_at_epoch_ns);
     }
     bundle.device = device;

@@ -64,10 +64,35 @@ pub(super) fn environment(b: &Bundle) -> TableView {
     if let Some(n) = e.cpu_cores {
         env.push(vec!["CPU cores".into(), n.to_string()]);
     }
+    if let Some(d) = &e.distributed {
+        env.push(vec!["Rank".into(), rank_line(d)]);
+    }
     for t in &e.tools {
         env.push(vec![t.name.clone(), t.version.clone()]);
     }
     env
+}
+
+/// `rank 0 of 2 · nccl · NCCL 2.17.1 · 1 process group (default_pg: ranks 0, 1)`.
+pub fn rank_line(d: &llmprof_bundle::Distributed) -> String {
+    let mut parts = vec![format!("rank {} of {}", d.rank, d.world_size)];
+    parts.extend(d.backend.clone());
+    parts.extend(d.nccl_version.as_ref().map(|v| format!("NCCL {v}")));
+    let groups: Vec<String> = (d.process_groups.iter())
+        .map(|g| {
+            let ranks: Vec<String> = g.ranks.iter().map(u32::to_string).collect();
+            let name = g.description.as_deref().unwrap_or(&g.name);
+            format!("{name}: ranks {}", ranks.join(", "))
+        })
+        .collect();
+    if !groups.is_empty() {
+        parts.push(format!(
+            "{} process group(s) ({})",
+            groups.len(),
+            groups.join("; ")
+        ));
+    }
+    parts.join(" · ")
 }
 
 /// Totals over the run, the run metrics of the analysis, table sizes and energy.

@@ -8,6 +8,7 @@ mod analysis;
 mod capture;
 mod charts;
 mod cli;
+mod export;
 mod kineto_trace;
 mod nsys_stats_match;
 mod python_package;

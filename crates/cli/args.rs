@@ -55,15 +55,25 @@ pub enum Command {
     ///
     /// Example: llmprof diff runs/A runs/B --markdown >> "$GITHUB_STEP_SUMMARY"
     Diff(DiffArgs),
-    /// Write a run's tables for other tools: `--format csv DIR` writes stages.csv, kernels.csv,
-    /// mem_ops.csv, operators.csv and ncu.csv.
+    /// Write a run for other tools: its tables as CSV, or its timeline as a Chrome trace.
     ///
-    /// Columns that mean what an `nsys stats` report's columns mean carry its headers and
-    /// number format: stages.csv starts with nvtx_sum's, kernels.csv with cuda_gpu_kern_sum's,
-    /// mem_ops.csv with cuda_gpu_mem_time_sum's (times in ns; Avg, Med and StdDev with one
-    /// decimal); llmprof's own columns (category, GPU busy, library range, …) follow.
+    /// `--format csv DIR` writes stages.csv, kernels.csv, mem_ops.csv, operators.csv and
+    /// ncu.csv. Columns that mean what an `nsys stats` report's columns mean carry its headers
+    /// and number format: stages.csv starts with nvtx_sum's, kernels.csv with
+    /// cuda_gpu_kern_sum's, mem_ops.csv with cuda_gpu_mem_time_sum's (times in ns; Avg, Med and
+    /// StdDev with one decimal); llmprof's own columns (category, GPU busy, …) follow.
     ///
-    /// Example: llmprof export runs/20261123-190406-qwen2.5-0.5b-standard --format csv tables/
+    /// `--format chrome -o FILE` writes the timeline in the PyTorch profiler's trace layout:
+    /// stage ranges as user_annotation (host) and gpu_user_annotation (their GPU work), kernels,
+    /// memcpys and memsets per stream with their category and Nsight Compute metrics in args,
+    /// NVML power, clock, utilization and memory as counters. Open it in ui.perfetto.dev, or
+    /// with HolisticTraceAnalysis: put it in a directory as rank-0.json and call
+    /// TraceAnalysis(trace_dir=DIR).
+    ///
+    /// Examples:
+    ///   llmprof export runs/20261123-190406-qwen2.5-0.5b-standard --format csv tables/
+    ///   llmprof export runs/20261123-190406-qwen2.5-0.5b-standard --format chrome -o hta/rank-0.json
+    #[command(verbatim_doc_comment)]
     Export(ExportArgs),
     /// Gate a run against a baseline: exit 1 when a budget is exceeded beyond noise.
     ///
@@ -415,9 +425,18 @@ pub struct ExportArgs {
     /// What to write.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// The directory the files go to (made if missing; files of the same names are replaced).
-    #[arg(value_name = "DIR")]
-    pub out: PathBuf,
+    /// Where: the directory of the CSV files (made if missing; files of the same names are
+    /// replaced), or the Chrome trace's file (default `<run-id>.trace.json` here).
+    #[arg(value_name = "OUT")]
+    pub out: Option<PathBuf>,
+    /// The same as OUT.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "OUT",
+        conflicts_with = "out"
+    )]
+    pub output: Option<PathBuf>,
 }
 
 /// Export formats.
@@ -425,6 +444,9 @@ pub struct ExportArgs {
 pub enum ExportFormat {
     /// One CSV file per table, for spreadsheets.
     Csv,
+    /// The timeline as a Chrome trace in the PyTorch profiler's layout (one JSON file): opens
+    /// in Perfetto UI (ui.perfetto.dev), chrome://tracing and HolisticTraceAnalysis.
+    Chrome,
 }
 
 #[derive(Debug, Args)]

@@ -192,6 +192,24 @@ pub fn duration(ns: f64) -> String {
     }
 }
 
+/// Nanoseconds as exact microseconds with three decimals (`-1.500`, `12.034`), as Chrome
+/// traces give `ts` and `dur`: no float, so every ns survives.
+pub fn us_exact(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+}
+
+/// A float as a JSON number (Rust's shortest round-trip text); `null` for NaN and infinities,
+/// which JSON cannot hold.
+pub fn json_f64(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,5 +257,14 @@ mod tests {
         assert_eq!(us_text(4_210.0), "4.2 µs");
         assert_eq!(gib(80 << 30), "80.0 GiB");
         assert_eq!(gbps(3_352_000_000_000), "3352 GB/s");
+    }
+
+    #[test]
+    fn chrome_times_keep_every_ns() {
+        assert_eq!(us_exact(12_034), "12.034");
+        assert_eq!(us_exact(-1_500), "-1.500");
+        assert_eq!(us_exact(7), "0.007");
+        assert_eq!(json_f64(2.5), "2.5");
+        assert_eq!(json_f64(f64::NAN), "null");
     }
 }

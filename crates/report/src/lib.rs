@@ -9,6 +9,7 @@
 //!   and its tables; [`before_after`] pairs eager and optimized runs of one target;
 //! * [`diff::Diff`] — run B against run A with distribution-free intervals ([`stats`]), per
 //!   stage, TPOT, MFU, kernel category and top kernel (`diff_kernels.rs`);
+//! * [`csv_export`], [`chrome_export`] — `llmprof export`'s CSV tables and Chrome trace;
 //! * [`fmt`] — every number format; [`palette`] — the category and run colours; [`paths`] —
 //!   how a view names a file (never an absolute path of the capture host).
 //!
@@ -16,6 +17,7 @@
 //! for `wasm32-unknown-unknown` with the viewer.
 
 pub mod before_after;
+pub mod chrome_export;
 pub mod compare;
 pub mod csv_export;
 pub mod diff;

@@ -1,0 +1,491 @@
+//! `llmprof export RUN --format chrome`: the run's timeline as a Chrome trace in the layout the
+//! PyTorch profiler (kineto) writes, so Perfetto UI, `chrome://tracing` and
+//! HolisticTraceAnalysis open it.
+//!
+//! What it holds, from `bundle.json` and `timeline.json` only:
+//!
+//! * the header: `schemaVersion`, `displayTimeUnit`, `deviceProperties` (the bundle's device),
+//!   `distributedInfo` when the run knows its rank (written `"rank": N`, with the space
+//!   HolisticTraceAnalysis' rank pattern needs);
+//! * stage range instances as `cat: "user_annotation"` on the host thread that opened them, and
+//!   as `cat: "gpu_user_annotation"` spanning the GPU work attributed to each instance, on the
+//!   stream of its first op (as kineto places them);
+//! * kernels, memcpys and memsets as `cat: "kernel"`, `"gpu_memcpy"`, `"gpu_memset"` with
+//!   `pid` = device, `tid` = stream; `args` carry `device`, `stream`, the bundle's `category`,
+//!   the launch geometry, bytes, the CUDA graph and node, and for a kernel Nsight Compute
+//!   profiled, the mean of its ncu results' headline metrics (`ncu ...` keys, `ncu results` =
+//!   how many); a CUDA graph traced whole is `cat: "cuda_graph"`;
+//! * NVML samples that fall inside the trace as counter events (`ph: "C"`): power, SM clock,
+//!   GPU utilization and memory used, placed through the timeline's `t0_epoch_ns`.
+//!
+//! Launch calls (`cuda_runtime` events with `correlation` and `ac2g` flow arrows) are not
+//! written: the timeline does not keep launch calls, so there is nothing to draw them from.
+//!
+//! Times are the source's clock: `ts` = `t0_ns` + the op's offset, in µs with three decimals,
+//! so every ns survives (no float rounding). Events are written one at a time to the caller's
+//! writer; nothing is built in memory but one JSON fragment of args per `kernels[]` row.
+
+use std::io::{self, Write};
+
+use llmprof_bundle::{Bundle, Kernel, NcuKernel, OpKind, Timeline};
+
+/// The `pid` of host-side events (stage ranges): the traces llmprof reads do not all record the
+/// workload's process id, so one fixed id stands for the host process.
+pub const HOST_PID: u64 = 4_294_967_295;
+
+/// What one export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChromeCounts {
+    pub kernels: u64,
+    pub mem_ops: u64,
+    pub annotations: u64,
+    pub counters: u64,
+}
+
+/// Writes the Chrome trace of `b` and its timeline `t` to `w` (buffer it).
+pub fn write_chrome<W: Write>(b: &Bundle, t: &Timeline, w: &mut W) -> io::Result<ChromeCounts> {
+    let device = b.device.as_ref().and_then(|d| d.index).unwrap_or(0);
+    write_header(b, w)?;
+    let mut ev = Events { w, first: true };
+    let mut counts = ChromeCounts::default();
+    ev.metadata(device, t)?;
+    counts.annotations = write_ranges(b, t, device, &mut ev)?;
+    let row_args: Vec<String> = b.kernels.iter().map(|k| row_args(b, k)).collect();
+    counts.kernels = write_kernels(b, t, device, &row_args, &mut ev)?;
+    counts.mem_ops = write_mem_ops(b, t, device, &row_args, &mut ev)?;
+    counts.counters = write_counters(b, t, device, &mut ev)?;
+    ev.w.write_all(b"\n]}\n")?;
+    Ok(counts)
+}
+
+fn write_header<W: Write>(b: &Bundle, w: &mut W) -> io::Result<()> {
+    w.write_all(b"{\"schemaVersion\": 1,\n\"displayTimeUnit\": \"ms\",\n")?;
+    writeln!(w, "\"traceName\": {},", json_str(&b.run_id))?;
+    if let Some(d) = &b.device {
+        write!(
+            w,
+            "\"deviceProperties\": [{{\"id\": {}, \"name\": {}",
+            d.index.unwrap_or(0),
+            json_str(&d.name)
+        )?;
+        if let Some(mem) = d.memory_bytes {
+            write!(w, ", \"totalGlobalMem\": {mem}")?;
+        }
+        if let Some(sm) = d.sm_count {
+            write!(w, ", \"numSms\": {sm}")?;
+        }
+        if let Some((major, minor)) = d.compute_capability.as_deref().and_then(cc) {
+            write!(w, ", \"computeMajor\": {major}, \"computeMinor\": {minor}")?;
+        }
+        w.write_all(b"}],\n")?;
+    }
+    if let Some(dist) = &b.environment.distributed {
+        write!(
+            w,
+            "\"distributedInfo\": {{\"rank\": {}, \"world_size\": {}",
+            dist.rank, dist.world_size
+        )?;
+        if let Some(backend) = &dist.backend {
+            write!(w, ", \"backend\": {}", json_str(backend))?;
+        }
+        w.write_all(b"},\n")?;
+    }
+    w.write_all(b"\"traceEvents\": [")
+}
+
+/// `"9.0"` → (9, 0).
+fn cc(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once('.')?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}
+
+/// The event list: writes the separating commas.
+struct Events<'a, W: Write> {
+    w: &'a mut W,
+    first: bool,
+}
+
+impl<W: Write> Events<'_, W> {
+    fn start(&mut self) -> io::Result<&mut W> {
+        self.w.write_all(if self.first { b"\n" } else { b",\n" })?;
+        self.first = false;
+        Ok(self.w)
+    }
+
+    /// Process and thread names: the device, its streams, the host.
+    fn metadata(&mut self, device: u32, t: &Timeline) -> io::Result<()> {
+        let w = self.start()?;
+        write!(
+            w,
+            "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {device}, \"tid\": 0, \
+             \"args\": {{\"name\": \"GPU {device}\"}}}}"
+        )?;
+        for s in &t.streams {
+            let w = self.start()?;
+            write!(
+                w,
+                "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {device}, \"tid\": {s}, \
+                 \"args\": {{\"name\": \"stream {s}\"}}}}"
+            )?;
+        }
+        let w = self.start()?;
+        write!(
+            w,
+            "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {HOST_PID}, \"tid\": 0, \
+             \"args\": {{\"name\": \"host\"}}}}"
+        )
+    }
+
+    /// One complete (`ph: "X"`) event; `args` is a JSON object's inside, without braces.
+    fn complete(&mut self, e: Span<'_>, args: &str) -> io::Result<()> {
+        let w = self.start()?;
+        write!(
+            w,
+            "{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": {}, \"pid\": {}, \"tid\": {}, \
+             \"ts\": {}, \"dur\": {}, \"args\": {{{args}}}}}",
+            e.cat,
+            json_str(e.name),
+            e.pid,
+            e.tid,
+            crate::fmt::us_exact(e.ts),
+            crate::fmt::us_exact(i64::try_from(e.dur).unwrap_or(i64::MAX)),
+        )
+    }
+}
+
+/// Where and when a complete event ran: `ts` on the source's clock, ns.
+#[derive(Debug, Clone, Copy)]
+struct Span<'a> {
+    cat: &'a str,
+    name: &'a str,
+    pid: u64,
+    tid: u64,
+    ts: i64,
+    dur: u64,
+}
+
+/// Each range instance on its host thread, and its GPU work's span on the stream of its first
+/// op. Returns how many events were written.
+fn write_ranges<W: Write>(
+    b: &Bundle,
+    t: &Timeline,
+    device: u32,
+    ev: &mut Events<'_, W>,
+) -> io::Result<u64> {
+    let r = &t.ranges;
+    let gpu = gpu_spans(t);
+    let mut n = 0;
+    for i in 0..r.start.len() {
+        let Some(stage) = b.stage(r.stage[i]) else {
+            continue;
+        };
+        let ts = abs(t, r.start[i]);
+        let args = format!("\"stage\": {}", r.stage[i]);
+        let tid = r.tid.get(i).copied().unwrap_or(0);
+        ev.complete(
+            Span {
+                cat: "user_annotation",
+                name: &stage.name,
+                pid: HOST_PID,
+                tid,
+                ts,
+                dur: r.dur[i],
+            },
+            &args,
+        )?;
+        n += 1;
+        if let Some(span) = gpu.get(i).copied().flatten() {
+            let stream = t.streams.get(span.stream as usize).copied().unwrap_or(0);
+            let (ts, dur) = (abs(t, span.start), span.end - span.start);
+            ev.complete(
+                Span {
+                    cat: "gpu_user_annotation",
+                    name: &stage.name,
+                    pid: device.into(),
+                    tid: stream,
+                    ts,
+                    dur,
+                },
+                &args,
+            )?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Where a range instance's GPU work ran: first start, last end, the first op's stream.
+#[derive(Debug, Clone, Copy)]
+struct GpuSpan {
+    start: u64,
+    end: u64,
+    stream: u32,
+}
+
+/// Per range instance (timeline order), the span of the kernels attributed to it or to a range
+/// inside it, from the kernels' `range` column (empty in old timelines: no GPU annotations).
+fn gpu_spans(t: &Timeline) -> Vec<Option<GpuSpan>> {
+    let mut spans: Vec<Option<GpuSpan>> = vec![None; t.ranges.start.len()];
+    let k = &t.kernels;
+    for (i, range) in k.range.iter().enumerate() {
+        let Some(r) = range.map(|r| r as usize) else {
+            continue;
+        };
+        let (start, end) = (k.start[i], k.start[i].saturating_add(k.dur[i]));
+        for outer in enclosing(t, r) {
+            let span = spans[outer].get_or_insert(GpuSpan {
+                start,
+                end,
+                stream: k.stream[i],
+            });
+            span.start = span.start.min(start);
+            span.end = span.end.max(end);
+        }
+    }
+    spans
+}
+
+/// Range instance `r` and the instances of its thread that contain it (the timeline writes
+/// ranges in nesting order, so they come before it).
+fn enclosing(t: &Timeline, r: usize) -> Vec<usize> {
+    let rg = &t.ranges;
+    let Some(&depth) = rg.depth.get(r) else {
+        return Vec::new();
+    };
+    let mut out = vec![r];
+    let mut want = depth;
+    let end = rg.start[r] + rg.dur[r];
+    for j in (0..r).rev() {
+        if want == 0 {
+            break;
+        }
+        let contains =
+            rg.tid[j] == rg.tid[r] && rg.start[j] <= rg.start[r] && rg.start[j] + rg.dur[j] >= end;
+        if contains && rg.depth[j] < want {
+            out.push(j);
+            want = rg.depth[j];
+        }
+    }
+    out
+}
+
+fn write_kernels<W: Write>(
+    b: &Bundle,
+    t: &Timeline,
+    device: u32,
+    row_args: &[String],
+    ev: &mut Events<'_, W>,
+) -> io::Result<u64> {
+    let k = &t.kernels;
+    let mut n = 0;
+    for i in 0..k.start.len() {
+        let row = k.kernel[i] as usize;
+        let Some(kernel) = b.kernels.get(row) else {
+            continue;
+        };
+        let stream = t.streams.get(k.stream[i] as usize).copied().unwrap_or(0);
+        let mut args = format!(
+            "\"device\": {device}, \"stream\": {stream}, {}",
+            row_args[row]
+        );
+        if let Some(l) = k
+            .launch
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|l| t.launches.get(l as usize))
+        {
+            args.push_str(&launch_args(l));
+        }
+        if let Some(g) = k.graph.get(i).copied().flatten() {
+            args.push_str(&format!(", \"graph id\": {g}"));
+        }
+        if let Some(node) = k.graph_node.get(i).copied().flatten() {
+            args.push_str(&format!(", \"graph node\": {node}"));
+        }
+        let cat = if kernel.kind == OpKind::Graph {
+            "cuda_graph"
+        } else {
+            "kernel"
+        };
+        let span = Span {
+            cat,
+            name: &kernel.name,
+            pid: device.into(),
+            tid: stream,
+            ts: abs(t, k.start[i]),
+            dur: k.dur[i],
+        };
+        ev.complete(span, &args)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn launch_args(l: &llmprof_bundle::Launch) -> String {
+    let [gx, gy, gz] = l.grid;
+    let [bx, by, bz] = l.block;
+    let mut s = format!(", \"grid\": [{gx}, {gy}, {gz}], \"block\": [{bx}, {by}, {bz}]");
+    if let Some(r) = l.registers_per_thread {
+        s.push_str(&format!(", \"registers per thread\": {r}"));
+    }
+    s
+}
+
+fn write_mem_ops<W: Write>(
+    b: &Bundle,
+    t: &Timeline,
+    device: u32,
+    row_args: &[String],
+    ev: &mut Events<'_, W>,
+) -> io::Result<u64> {
+    let m = &t.mem_ops;
+    let mut n = 0;
+    for i in 0..m.start.len() {
+        let row = m.kernel[i] as usize;
+        let Some(op) = b.kernels.get(row) else {
+            continue;
+        };
+        let cat = if op.kind == OpKind::Memset {
+            "gpu_memset"
+        } else {
+            "gpu_memcpy"
+        };
+        let stream = t.streams.get(m.stream[i] as usize).copied().unwrap_or(0);
+        let args = format!(
+            "\"device\": {device}, \"stream\": {stream}, \"bytes\": {}, {}",
+            m.bytes[i], row_args[row]
+        );
+        let span = Span {
+            cat,
+            name: &op.name,
+            pid: device.into(),
+            tid: stream,
+            ts: abs(t, m.start[i]),
+            dur: m.dur[i],
+        };
+        ev.complete(span, &args)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The args every call of `kernels[]` row `k` shares: its category and, when Nsight Compute
+/// profiled it, the mean of each headline metric over its results.
+fn row_args(b: &Bundle, k: &Kernel) -> String {
+    let mut s = format!("\"category\": {}", json_str(k.category.as_str()));
+    let results: Vec<&NcuKernel> = k
+        .ncu
+        .iter()
+        .filter_map(|&i| b.ncu.get(i as usize))
+        .collect();
+    if results.is_empty() {
+        return s;
+    }
+    s.push_str(&format!(", \"ncu results\": {}", results.len()));
+    let metrics: [(&str, NcuField); 8] = [
+        ("ncu duration ns", |n| n.duration_ns),
+        ("ncu SM throughput %", |n| n.sm_throughput_pct),
+        ("ncu memory throughput %", |n| n.memory_throughput_pct),
+        ("ncu DRAM throughput %", |n| n.dram_throughput_pct),
+        ("ncu achieved occupancy %", |n| n.achieved_occupancy_pct),
+        ("ncu tensor pipe %", |n| n.tensor_pipe_pct),
+        ("ncu L2 hit %", |n| n.l2_hit_pct),
+        ("ncu DRAM bytes read", |n| n.dram_bytes_read),
+    ];
+    for (key, get) in metrics {
+        let vals: Vec<f64> = results
+            .iter()
+            .filter_map(|n| get(n))
+            .filter(|v| v.is_finite())
+            .collect();
+        if !vals.is_empty() {
+            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+            s.push_str(&format!(
+                ", {}: {}",
+                json_str(key),
+                crate::fmt::json_f64(mean)
+            ));
+        }
+    }
+    s
+}
+
+/// Reads one headline metric of an ncu result.
+type NcuField = fn(&NcuKernel) -> Option<f64>;
+
+/// NVML samples inside the trace's span as counter events on the device's process.
+fn write_counters<W: Write>(
+    b: &Bundle,
+    t: &Timeline,
+    device: u32,
+    ev: &mut Events<'_, W>,
+) -> io::Result<u64> {
+    let (Some(nvml), Some(epoch0)) = (&b.nvml, t.t0_epoch_ns) else {
+        return Ok(0);
+    };
+    let end = epoch0.saturating_add(i64::try_from(t.end_ns).unwrap_or(i64::MAX));
+    let mut n = 0;
+    for (i, &at) in nvml.t_ns.iter().enumerate() {
+        if at < epoch0 || at > end {
+            continue;
+        }
+        let ts = crate::fmt::us_exact(t.t0_ns.saturating_add(at - epoch0));
+        let mut series: Vec<(&str, String)> = Vec::new();
+        if nvml.has_power(i) {
+            series.push((
+                "GPU power (W)",
+                crate::fmt::json_f64(f64::from(nvml.power_mw[i]) / 1e3),
+            ));
+        }
+        let col = |c: &[u32]| c.get(i).map(|v| v.to_string());
+        if let Some(v) = col(&nvml.sm_clock_mhz) {
+            series.push(("SM clock (MHz)", v));
+        }
+        if let Some(v) = col(&nvml.gpu_util_pct) {
+            series.push(("GPU utilization (%)", v));
+        }
+        if let Some(v) = nvml.mem_used_bytes.get(i) {
+            series.push((
+                "memory used (MiB)",
+                crate::fmt::json_f64(*v as f64 / 1048576.0),
+            ));
+        }
+        for (name, value) in series {
+            let w = ev.start()?;
+            write!(
+                w,
+                "{{\"ph\": \"C\", \"cat\": \"nvml\", \"name\": {}, \"pid\": {device}, \"ts\": {ts}, \
+                 \"args\": {{\"value\": {value}}}}}",
+                json_str(name)
+            )?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// A timeline offset on the source's clock.
+fn abs(t: &Timeline, rel: u64) -> i64 {
+    t.t0_ns
+        .saturating_add(i64::try_from(rel).unwrap_or(i64::MAX))
+}
+
+/// `s` as a JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

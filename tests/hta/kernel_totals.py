@@ -1,0 +1,43 @@
+"""Loads a Chrome trace written by `llmprof export --format chrome` with HolisticTraceAnalysis
+and prints, as JSON, what HTA counts per GPU kernel name: calls and total time (ns) from the
+trace dataframe HTA parsed (`t.t.get_trace(rank)`), and the total of HTA's own
+`get_gpu_kernel_breakdown` (µs). tests/export.rs compares both with the bundle's kernel rows.
+
+Usage: python kernel_totals.py TRACE_DIR  (TRACE_DIR holds rank-0.json)
+
+HTA rounds traces with ns resolution to whole µs by default (its issue with overlapping events);
+llmprof's export keeps every ns, so the rounding is switched off to compare exact totals.
+"""
+
+import json
+import os
+import sys
+
+os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"
+
+from hta.trace_analysis import TraceAnalysis  # noqa: E402
+
+
+def main() -> None:
+    analysis = TraceAnalysis(trace_dir=sys.argv[1])
+    rank = sorted(analysis.t.traces)[0]
+    df = analysis.t.get_trace(rank)
+    sym = analysis.t.symbol_table.get_sym_table()
+    kernels = df[df["cat"].map(lambda i: sym[i]) == "kernel"]
+    per_name = {}
+    for name_id, group in kernels.groupby("name"):
+        per_name[sym[name_id]] = {
+            "calls": int(len(group)),
+            "total_ns": int(round(float(group["dur"].sum()) * 1000)),
+        }
+    _, breakdown = analysis.get_gpu_kernel_breakdown(
+        visualize=False, duration_ratio=1.0, num_kernels=10**9, include_memory_kernels=True
+    )
+    for _, row in breakdown.iterrows():
+        if row["name"] in per_name:
+            per_name[row["name"]]["breakdown_sum_us"] = float(row["sum (us)"])
+    json.dump({"rank": int(rank), "kernels": per_name}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,8 @@
 #      MFU/MBU (not n/a), each below 100%;
 #   3. `llmprof export RUN --format chrome -o $OUT/trace/rank-0.json` (then gzipped), timed ->
 #      $OUT/export.txt; check.txt: the trace's kernel calls and ns per name against the bundle,
-#      and whether it has annotations and NVML counters (python3 stdlib only);
+#      its annotations, NVML counters, launch calls and flows (a fresh run keeps its launch
+#      calls in launch_calls.json), PASS or FAIL on the last line (python3 stdlib only);
 #   4. tests/manual/stage2_profile/check_run.py on the run -> $OUT/check_run.txt (pass/fail);
 #   5. runs.tgz: the run without its big raw traces.
 # Under 5 minutes of wall time.
@@ -53,7 +54,10 @@ print("kernel names:", len(tot), "mismatched:", len(bad), bad[:3])
 for cat in ("user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset"):
     print(cat, sum(1 for e in ev if e.get("cat") == cat))
 print("counters", sum(1 for e in ev if e.get("ph") == "C"))
-print("PASS" if not bad and tot else "FAIL")
+calls = sum(1 for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+flows = sum(1 for e in ev if e.get("ph") == "f")
+print("launch calls", calls, "flows", flows)
+print("PASS" if not bad and tot and calls > 0 and flows == calls else "FAIL")
 PY
 cat "$OUT/check.txt"
 gzip -f "$OUT/trace/rank-0.json"

@@ -12,7 +12,7 @@ use std::process::Command;
 use llmprof_bundle::{Bundle, OpKind};
 use serde_json::Value;
 
-use crate::common::{fixture, llmprof};
+use crate::common::{fixture, h200, llmprof};
 
 /// A standard-mode H100 run: nsys timeline with NVML samples, 340,015 kernels.
 const STANDARD: &str = "sample-runs/20261123-190406-qwen2.5-0.5b-standard";
@@ -23,12 +23,31 @@ fn bundle(run: &str) -> Bundle {
     llmprof_store::read_bundle(&fixture(run)).unwrap()
 }
 
+/// The H200 fixture's Nsight Systems export ingested into `dir/runs` (a timeline with launch
+/// calls: the committed sample runs were ingested before it kept them); its run directory.
+fn ingest_h200(dir: &Path) -> PathBuf {
+    let runs = dir.join("runs");
+    let o = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        h200("nsys_export.sqlite.gz").as_os_str(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    llmprof_store::list_runs(&runs).unwrap().pop().unwrap()
+}
+
 /// Exports `run` into `dir/rank-0.json` and returns the file.
 fn export(run: &str, dir: &Path) -> PathBuf {
+    export_dir(&fixture(run), dir)
+}
+
+fn export_dir(run: &Path, dir: &Path) -> PathBuf {
     let file = dir.join("rank-0.json");
     let o = llmprof([
         "export".as_ref(),
-        fixture(run).as_os_str(),
+        run.as_os_str(),
         "--format".as_ref(),
         "chrome".as_ref(),
         "-o".as_ref(),
@@ -168,6 +187,47 @@ fn chrome_trace_carries_ncu_metrics_of_profiled_kernels() {
     assert!(seen > 0);
 }
 
+/// The launch calls of a run ingested from Nsight Systems: every kernel, memcpy and memset
+/// carries its call's correlation id; each call is one `cuda_runtime`/`cuda_driver` event on its
+/// host thread, named as the PyTorch profiler names it (no `_v7000` suffix), that starts no
+/// later than its op, with one flow arrow from the call to its first op.
+#[test]
+fn chrome_trace_links_launch_calls_to_their_ops() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = ingest_h200(dir.path());
+    assert!(run.join("launch_calls.json").is_file());
+    let timeline = std::fs::read_to_string(run.join("timeline.json")).unwrap();
+    assert!(!timeline.contains("correlation"), "launch calls stay out of timeline.json");
+    let (_, events) = events(&export_dir(&run, dir.path()));
+    let b = llmprof_store::read_bundle(&run).unwrap();
+    let mut calls: HashMap<i64, &Value> = HashMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime" || e["cat"] == "cuda_driver")
+    {
+        let corr = e["args"]["correlation"].as_i64().unwrap();
+        assert!(calls.insert(corr, e).is_none(), "correlation {corr} twice");
+        let name = e["name"].as_str().unwrap();
+        assert!(!name.contains("_v"), "{name}");
+    }
+    let ops: Vec<&Value> = ["kernel", "gpu_memcpy", "gpu_memset"]
+        .iter()
+        .flat_map(|c| of_cat(&events, c))
+        .collect();
+    let ops_in_bundle: u64 = b.kernels.iter().map(|k| k.calls).sum();
+    assert_eq!(ops.len() as u64, ops_in_bundle);
+    for op in &ops {
+        let corr = op["args"]["correlation"].as_i64().unwrap();
+        let call = calls[&corr];
+        assert!(ns(&call["ts"]) <= ns(&op["ts"]), "call {corr} after its op");
+    }
+    assert!(calls.values().any(|c| c["name"] == "cudaLaunchKernel"));
+    let starts = events.iter().filter(|e| e["ph"] == "s").count();
+    let ends: Vec<_> = events.iter().filter(|e| e["ph"] == "f").collect();
+    assert_eq!((starts, ends.len()), (calls.len(), calls.len()));
+    assert!(ends.iter().all(|f| f["bp"] == "e" && f["cat"] == "ac2g"));
+}
+
 /// A run without a timeline, and `--format csv` without a directory, are errors that say so.
 #[test]
 fn chrome_export_errors_name_the_problem() {
@@ -198,28 +258,69 @@ fn chrome_export_errors_name_the_problem() {
     assert!(!o.status.success() && err.contains("DIR"), "{err}");
 }
 
-/// HolisticTraceAnalysis (PyPI, `.ci/hta-venv`) loads the exported trace of the standard run:
-/// per kernel name, the calls and total time in the dataframe it parsed, and the sum of its
-/// own `get_gpu_kernel_breakdown`, equal the bundle's rows. `LLMPROF_HTA_PYTHON` names the
-/// interpreter (the test command sets it); without it the test says it was skipped.
+/// HolisticTraceAnalysis (PyPI, `.ci/hta-venv`) loads the exported traces of the standard
+/// sample run and of the H200 export ingested with its launch calls: per kernel name, the calls
+/// and total time in the dataframe it parsed, and the sum of its own
+/// `get_gpu_kernel_breakdown`, equal the bundle's rows; its `get_cuda_kernel_launch_stats`
+/// joins every cudaLaunchKernel/ExC, cudaMemcpyAsync and cudaMemsetAsync call to its op.
+/// `LLMPROF_HTA_PYTHON` names the interpreter (the test command sets it); without it the test
+/// says it was skipped.
 #[test]
 fn hta_reads_the_chrome_trace_with_the_bundles_kernel_totals() {
     let Some(python) = std::env::var_os("LLMPROF_HTA_PYTHON") else {
         eprintln!("skipped: LLMPROF_HTA_PYTHON is not set (the test command sets it to .ci/hta-venv's python)");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    export(STANDARD, dir.path());
+    let standard = tempfile::tempdir().unwrap();
+    export(STANDARD, standard.path());
+    let hta = hta_totals(&python, standard.path());
+    assert_kernel_totals(&hta, &bundle(STANDARD));
+    assert_eq!(
+        hta["launch_stats_rows"], 0,
+        "the sample run has no launch calls"
+    );
+
+    let h200 = tempfile::tempdir().unwrap();
+    let run = ingest_h200(h200.path());
+    let trace = h200.path().join("trace");
+    let (_, events) = events(&export_dir(&run, &trace));
+    let hta = hta_totals(&python, &trace);
+    assert_kernel_totals(&hta, &llmprof_store::read_bundle(&run).unwrap());
+    let joined = [
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+    ];
+    let wanted: std::collections::HashSet<i64> = events
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime" && joined.contains(&e["name"].as_str().unwrap()))
+        .map(|e| e["args"]["correlation"].as_i64().unwrap())
+        .collect();
+    let ops = events
+        .iter()
+        .filter(|e| e["pid"] != llmprof_report::chrome_export::HOST_PID && e["ph"] == "X")
+        .filter(|e| {
+            e["args"]["correlation"]
+                .as_i64()
+                .is_some_and(|c| wanted.contains(&c))
+        })
+        .count();
+    assert!(ops > 10_000, "{ops}");
+    assert_eq!(hta["launch_stats_rows"], ops as u64);
+}
+
+/// What `tests/hta/kernel_totals.py` prints for the trace in `dir`.
+fn hta_totals(python: &std::ffi::OsStr, dir: &Path) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hta/kernel_totals.py");
-    let o = Command::new(python)
-        .arg(script)
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let o = Command::new(python).arg(script).arg(dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let hta: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(hta["rank"], 0);
-    let b = bundle(STANDARD);
+    hta
+}
+
+fn assert_kernel_totals(hta: &Value, b: &Bundle) {
     let rows: Vec<_> = b
         .kernels
         .iter()

@@ -75,17 +75,20 @@ fn export_chrome(bundle: &Bundle, run: &Path, file: &Path) -> Result<()> {
     tmp.persist(file).map_err(|e| e.error).with_context(err)?;
     writeln!(
         std::io::stdout().lock(),
-        "{} ({} kernels, {} memory ops, {} annotations, {} counter samples)",
+        "{} ({} kernels, {} memory ops, {} annotations, {} launch calls, {} flows, {} counter samples)",
         file.display(),
         counts.kernels,
         counts.mem_ops,
         counts.annotations,
+        counts.calls,
+        counts.flows,
         counts.counters
     )?;
     Ok(())
 }
 
-/// The run's timeline; a run without one (a capture that traced nothing) is an error naming it.
+/// The run's timeline with its launch calls (none for runs ingested before they were kept); a
+/// run without a timeline (a capture that traced nothing) is an error naming it.
 fn read_timeline(run: &Path) -> Result<Timeline> {
     let dir = if run.is_dir() {
         run
@@ -100,7 +103,10 @@ fn read_timeline(run: &Path) -> Result<Timeline> {
         );
     };
     let text = llmprof_store::read_timeline_text(&path)?;
-    Timeline::from_json(&text).with_context(|| format!("{}: not a valid timeline", path.display()))
+    let mut timeline = Timeline::from_json(&text)
+        .with_context(|| format!("{}: not a valid timeline", path.display()))?;
+    timeline.calls = llmprof_store::read_launch_calls(dir)?.unwrap_or_default();
+    Ok(timeline)
 }
 
 /// A temporary file in the directory of `path`, renamed onto it when complete.

@@ -1,7 +1,8 @@
 """Loads a Chrome trace written by `llmprof export --format chrome` with HolisticTraceAnalysis
 and prints, as JSON, what HTA counts per GPU kernel name: calls and total time (ns) from the
 trace dataframe HTA parsed (`t.t.get_trace(rank)`), and the total of HTA's own
-`get_gpu_kernel_breakdown` (µs). tests/export.rs compares both with the bundle's kernel rows.
+`get_gpu_kernel_breakdown` (µs), and how many launch calls its `get_cuda_kernel_launch_stats`
+joined to a kernel. tests/export.rs compares both with the bundle's kernel rows.
 
 Usage: python kernel_totals.py TRACE_DIR  (TRACE_DIR holds rank-0.json)
 
@@ -36,7 +37,18 @@ def main() -> None:
     for _, row in breakdown.iterrows():
         if row["name"] in per_name:
             per_name[row["name"]]["breakdown_sum_us"] = float(row["sum (us)"])
-    json.dump({"rank": int(rank), "kernels": per_name}, sys.stdout)
+    # HTA's launch statistics: one row per cudaLaunchKernel / cudaLaunchKernelExC call joined
+    # to its kernel by correlation id (empty when the trace has no launch calls).
+    launch_stats = analysis.get_cuda_kernel_launch_stats(ranks=[rank], visualize=False)
+    launches = launch_stats.get(rank)
+    json.dump(
+        {
+            "rank": int(rank),
+            "kernels": per_name,
+            "launch_stats_rows": 0 if launches is None else int(len(launches)),
+        },
+        sys.stdout,
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@
 //! * `bundle.json`: one [`Bundle`], pretty-printed JSON;
 //! * `timeline.json`: one [`Timeline`] (present when [`Bundle::timeline`] is `Some`), kept apart
 //!   because it grows with the number of kernels while everything in `bundle.json` grows with the
-//!   number of *distinct* kernels, stages and operators.
+//!   number of *distinct* kernels, stages and operators;
+//! * `launch_calls.json`: one [`TimelineCalls`], the launch calls of the timeline's ops, when the
+//!   source traced them; kept apart from the timeline (it about doubles it) because only the
+//!   Chrome export reads it.
 //!
 //! # Conventions
 //!
@@ -120,6 +123,10 @@
 //!   `.updates_per_window` and `.withheld` (J/token withheld for windows shorter than two NVML
 //!   refreshes; prefill from a loop of back-to-back prefills), and
 //!   `capture.baseline.sub_stages[]` ([`SubStageTiming`]: sub-stages timed by CUDA events).
+//!   Also: `launch_calls.json` beside the timeline ([`TimelineCalls`]: the CUDA API calls that
+//!   launched the traced ops, with thread, correlation id and API name, and each op's call),
+//!   written only when the source traced launch calls; runs without it export no launch calls
+//!   or flows (`llmprof export --format chrome`).
 //!
 //! # CUDA graphs
 //!
@@ -168,7 +175,9 @@ pub use capture::{
 pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
-pub use timeline::{Timeline, TimelineKernels, TimelineMemOps, TimelineRanges};
+pub use timeline::{
+    Timeline, TimelineCalls, TimelineKernels, TimelineMemOps, TimelineRanges, LAUNCH_CALLS_FILE,
+};
 pub use warmup::WarmupInstances;
 pub use workload::{Calibration, CountedFlops, RunMetadata, Sourced, Workload};
 

@@ -33,6 +33,51 @@ pub struct Timeline {
     pub kernels: TimelineKernels,
     pub mem_ops: TimelineMemOps,
     pub ranges: TimelineRanges,
+    /// The CUDA API calls that launched the ops above. Not part of `timeline.json`: the store
+    /// writes it beside it as `launch_calls.json` ([`LAUNCH_CALLS_FILE`]) and reads it back on
+    /// request (`llmprof_store::read_launch_calls`), so the viewer, which draws no launch
+    /// calls, never parses them.
+    #[serde(skip)]
+    pub calls: TimelineCalls,
+}
+
+/// `launch_calls.json`: the CUDA runtime or driver API calls that launched the timeline's GPU
+/// ops (calls that launched no traced op are left out), sorted by start, and each op's call.
+/// Written only when the source traced launch calls (runs ingested since it exists).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineCalls {
+    /// Start relative to `t0_ns`; negative for a call made before the first op or range.
+    pub start: Vec<i64>,
+    pub dur: Vec<u64>,
+    /// Index into `threads`: the calling thread.
+    pub thread: Vec<u32>,
+    /// The source's correlation id, shared by the call and the ops it launched.
+    pub correlation: Vec<i64>,
+    /// Index into `names`: the API function (`cudaLaunchKernel`, `cuLaunchKernel`,
+    /// `cudaGraphLaunch`, …, as the source spells it), or `null` where the source does not
+    /// name it.
+    pub name: Vec<Option<u32>>,
+    /// OS thread ids of the calling threads.
+    pub threads: Vec<u64>,
+    /// Distinct API function names.
+    pub names: Vec<String>,
+    /// Per entry of `names`: a driver API function (`cu*`), not a runtime one (`cuda*`).
+    pub driver: Vec<bool>,
+    /// Per row of the timeline's `kernels` (same order): its launch call (position in these
+    /// columns), or `null` where none was traced.
+    pub kernel_call: Vec<Option<u32>>,
+    /// The same for the timeline's `mem_ops`.
+    pub mem_op_call: Vec<Option<u32>>,
+}
+
+/// The file name of [`TimelineCalls`] in a run directory.
+pub const LAUNCH_CALLS_FILE: &str = "launch_calls.json";
+
+impl TimelineCalls {
+    /// Whether the timeline holds no launch calls.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
 }
 
 /// Kernel launches, sorted by start.

@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use llmprof_bundle::{
     is_library_range, is_warmup, Category, CategorySamples, Distribution, GraphTrace,
     InstanceKernels, Kernel, KernelSamples, KernelStage, Launch, OpKind, Severity, Stage,
-    StageInstance, StageKind, Timeline, TimelineKernels, TimelineMemOps, TimelineRanges, Totals,
-    SCHEMA_VERSION, TOP_KERNELS,
+    StageInstance, StageKind, Timeline, TimelineCalls, TimelineKernels, TimelineMemOps,
+    TimelineRanges, Totals, SCHEMA_VERSION, TOP_KERNELS,
 };
 
 use crate::diagnostics::Diagnostics;
@@ -94,6 +94,8 @@ pub struct TraceConverter {
     stage_ids: HashMap<StageKey, u32>,
     ranges: Vec<RangeAcc>,
     launches: Vec<LaunchRecord>,
+    /// Per launch record, its API function's name (interned), where the source named it.
+    launch_api: Vec<Option<u32>>,
     rows: Vec<RowAcc>,
     /// Row id by name, one map per [`OpKind`].
     row_ids: [HashMap<String, u32>; 4],
@@ -149,9 +151,11 @@ impl TraceConverter {
         });
     }
 
-    /// One CUDA API call that may have launched GPU work.
-    pub fn handle_launch(&mut self, l: LaunchRecord) {
+    /// One CUDA API call that may have launched GPU work, and the API function's name where
+    /// the source gives it.
+    pub fn handle_launch(&mut self, l: LaunchRecord, api: Option<&str>) {
         self.launches.push(l);
+        self.launch_api.push(api.map(|a| self.strings.intern(a)));
     }
 
     /// One kernel, memcpy, memset or whole-graph span.
@@ -736,7 +740,7 @@ impl TraceConverter {
             .ops
             .iter()
             .any(|o| o.graph.is_some_and(|g| g.graph.is_some()));
-        for i in order {
+        for &i in &order {
             let op = &self.ops[i];
             let innermost = attribution.innermost(i);
             let stage = innermost.map(|r| self.ranges[r as usize].stage);
@@ -769,6 +773,16 @@ impl TraceConverter {
                 mem_ops.stage.push(stage);
             }
         }
+        let (mut calls, op_call) = self.timeline_calls(t0);
+        if !calls.is_empty() {
+            for &i in &order {
+                let column = match self.ops[i].kind {
+                    OpKind::Kernel | OpKind::Graph => &mut calls.kernel_call,
+                    _ => &mut calls.mem_op_call,
+                };
+                column.push(op_call[i]);
+            }
+        }
         let mut ranges = TimelineRanges::default();
         for &r in &nesting.order {
             let range = &self.ranges[r];
@@ -789,7 +803,56 @@ impl TraceConverter {
             kernels,
             mem_ops,
             ranges,
+            calls,
         }
+    }
+
+    /// The launch calls of the traced ops (joined on `(process, correlation)`), sorted by
+    /// start, and per op its call's position among them.
+    fn timeline_calls(&self, t0: i64) -> (TimelineCalls, Vec<Option<u32>>) {
+        let by_corr: HashMap<(u64, i64), usize> = self
+            .launches
+            .iter()
+            .enumerate()
+            .map(|(i, l)| ((l.process, l.correlation), i))
+            .collect();
+        let launch_of: Vec<Option<usize>> = self
+            .ops
+            .iter()
+            .map(|o| {
+                o.correlation
+                    .and_then(|c| by_corr.get(&(o.process, c)).copied())
+            })
+            .collect();
+        let mut used: Vec<usize> = launch_of.iter().flatten().copied().collect();
+        used.sort_unstable_by_key(|&l| (self.launches[l].start, l));
+        used.dedup();
+        let mut pos: HashMap<usize, u32> = HashMap::default();
+        let mut calls = TimelineCalls::default();
+        let mut name_ids: HashMap<(u32, bool), u32> = HashMap::default();
+        let mut thread_ids: HashMap<u64, u32> = HashMap::default();
+        for (p, &l) in used.iter().enumerate() {
+            pos.insert(l, p as u32);
+            let rec = &self.launches[l];
+            calls.start.push(rec.start - t0);
+            calls.dur.push(span(rec.start, rec.end));
+            calls.correlation.push(rec.correlation);
+            let thread = *thread_ids.entry(rec.tid).or_insert_with(|| {
+                calls.threads.push(rec.tid);
+                calls.threads.len() as u32 - 1
+            });
+            calls.thread.push(thread);
+            let name = self.launch_api[l].map(|id| {
+                *name_ids.entry((id, rec.driver)).or_insert_with(|| {
+                    calls.names.push(self.strings.get(id).to_string());
+                    calls.driver.push(rec.driver);
+                    calls.names.len() as u32 - 1
+                })
+            });
+            calls.name.push(name);
+        }
+        let op_call = launch_of.iter().map(|l| l.map(|l| pos[&l])).collect();
+        (calls, op_call)
     }
 }
 
@@ -1078,6 +1141,8 @@ mod tests {
         LaunchRecord {
             process: 1,
             thread,
+            tid: thread,
+            driver: false,
             start,
             end: start + 1,
             correlation,
@@ -1091,34 +1156,49 @@ mod tests {
         c.handle_range(range(10, "outer", 0, 100));
         c.handle_range(range(10, "inner", 10, 20));
         // Launched inside `inner`; runs long after both ranges ended.
-        c.handle_launch(LaunchRecord {
-            process: 1,
-            thread: 10,
-            start: 15,
-            end: 16,
-            correlation: 1,
-            graph: false,
-        });
+        c.handle_launch(
+            LaunchRecord {
+                process: 1,
+                thread: 10,
+                tid: 10,
+                driver: false,
+                start: 15,
+                end: 16,
+                correlation: 1,
+                graph: false,
+            },
+            None,
+        );
         c.handle_gpu_op(kernel(1, 500, 510));
         // Launched inside `outer` only.
-        c.handle_launch(LaunchRecord {
-            process: 1,
-            thread: 10,
-            start: 50,
-            end: 52,
-            correlation: 2,
-            graph: false,
-        });
+        c.handle_launch(
+            LaunchRecord {
+                process: 1,
+                thread: 10,
+                tid: 10,
+                driver: false,
+                start: 50,
+                end: 52,
+                correlation: 2,
+                graph: false,
+            },
+            None,
+        );
         c.handle_gpu_op(kernel(2, 520, 540));
         // Launched on another thread: attributed to nothing.
-        c.handle_launch(LaunchRecord {
-            process: 1,
-            thread: 11,
-            start: 50,
-            end: 51,
-            correlation: 3,
-            graph: false,
-        });
+        c.handle_launch(
+            LaunchRecord {
+                process: 1,
+                thread: 11,
+                tid: 11,
+                driver: false,
+                start: 50,
+                end: 51,
+                correlation: 3,
+                graph: false,
+            },
+            None,
+        );
         c.handle_gpu_op(kernel(3, 600, 601));
         let mut d = Diagnostics::new(Source::Nsys, "x");
         let p = c.finish(&mut d);
@@ -1164,7 +1244,7 @@ mod tests {
             };
             // warm-up, decode #1 (inside `step` too), decode #2, decode #2, the CCCL range.
             for (corr, at) in [(1, 10), (2, 215), (3, 410), (4, 420), (5, 610)] {
-                c.handle_launch(launch(10, at, corr, false));
+                c.handle_launch(launch(10, at, corr, false), None);
             }
             c.handle_gpu_op(gemm(1, 1000, 1100));
             c.handle_gpu_op(kernel(2, 1200, 1230));
@@ -1256,8 +1336,8 @@ mod tests {
     fn node_level_graph_launch_is_one_gpu_op_and_keeps_its_kernels() {
         let mut c = TraceConverter::new();
         c.handle_range(range(10, "decode", 0, 100));
-        c.handle_launch(launch(10, 10, 1, false));
-        c.handle_launch(launch(10, 20, 2, true));
+        c.handle_launch(launch(10, 10, 1, false), None);
+        c.handle_launch(launch(10, 20, 2, true), None);
         c.handle_gpu_op(kernel(1, 200, 210));
         for (i, start) in [300, 320, 340].into_iter().enumerate() {
             let mut k = kernel(2, start, start + 10);
@@ -1295,8 +1375,8 @@ mod tests {
     fn graph_level_span_counts_in_busy_not_in_nvidia_gpu_ops() {
         let mut c = TraceConverter::new();
         c.handle_range(range(10, "decode", 0, 100));
-        c.handle_launch(launch(10, 10, 1, false));
-        c.handle_launch(launch(10, 20, 2, true));
+        c.handle_launch(launch(10, 10, 1, false), None);
+        c.handle_launch(launch(10, 20, 2, true), None);
         c.handle_gpu_op(kernel(1, 200, 210));
         c.handle_gpu_op(GpuOpRecord {
             process: 1,
@@ -1335,7 +1415,7 @@ mod tests {
     fn busy_share_of_a_range_that_closes_before_its_gpu_work() {
         let mut c = TraceConverter::new();
         c.handle_range(range(10, "call", 0, 100));
-        c.handle_launch(launch(10, 10, 1, true));
+        c.handle_launch(launch(10, 10, 1, true), None);
         c.handle_gpu_op(kernel(1, 150, 250));
         let mut d = Diagnostics::new(Source::Kineto, "x");
         let p = c.finish(&mut d);

@@ -965,7 +965,8 @@ impl<'c, 'd> Sink<'c, 'd> {
             "cpu_op" => self.cpu_op(name, start, end, args, &ev.pid, &ev.tid),
             "user_annotation" => self.annotation(name, start, end, &ev.pid, &ev.tid),
             "cuda_runtime" | "cuda_driver" => {
-                self.runtime_call(name, start, end, &args, &ev.pid, &ev.tid)
+                let driver = cat == "cuda_driver";
+                self.runtime_call(name, driver, (start, end), &args, &ev.pid, &ev.tid)
             }
             _ => self.gpu_event(cat, name, start, end, &args, &ev.tid),
         }
@@ -1082,8 +1083,8 @@ impl<'c, 'd> Sink<'c, 'd> {
     fn runtime_call(
         &mut self,
         name: &str,
-        start: i64,
-        end: i64,
+        driver: bool,
+        (start, end): (i64, i64),
         args: &RawArgs,
         pid: &Id<'_>,
         tid: &Id<'_>,
@@ -1096,14 +1097,17 @@ impl<'c, 'd> Sink<'c, 'd> {
         }
         let thread = self.thread(pid, tid);
         if let Some(conv) = self.conv.as_deref_mut() {
-            conv.handle_launch(LaunchRecord {
+            let record = LaunchRecord {
                 process: PROCESS,
                 thread,
+                tid: tid.u64().unwrap_or(0),
+                driver,
                 start,
                 end,
                 correlation,
                 graph: LaunchRecord::is_graph_launch(name),
-            });
+            };
+            conv.handle_launch(record, Some(name));
         }
     }
 

@@ -410,14 +410,20 @@ impl Export<'_> {
                 let tid = tid as u64;
                 let end: Option<i64> = r.get(3).map_err(err)?;
                 let name: Option<i64> = r.get(4).map_err(err)?;
-                conv.handle_launch(LaunchRecord {
+                let record = LaunchRecord {
                     process: tid & !TID_BITS,
                     thread: tid,
+                    tid: tid & TID_BITS,
+                    driver: table.ends_with("DRIVER"),
                     start,
                     end: end.unwrap_or(start),
                     correlation: r.get(2).map_err(err)?,
                     graph: name.is_some_and(|n| graph_names.contains(&n)),
-                });
+                };
+                conv.handle_launch(
+                    record,
+                    name.and_then(|n| strings.get(&n)).map(String::as_str),
+                );
             }
         }
         Ok(())

@@ -29,7 +29,12 @@ pub struct RangeRecord<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRecord {
     pub process: u64,
+    /// Key of the calling thread (unique across processes).
     pub thread: u64,
+    /// OS thread id, for display.
+    pub tid: u64,
+    /// A driver API call (`cu*`, nsys' `CUPTI_ACTIVITY_KIND_DRIVER`, kineto's `cuda_driver`).
+    pub driver: bool,
     pub start: i64,
     pub end: i64,
     pub correlation: i64,

@@ -18,8 +18,13 @@
 //! * NVML samples that fall inside the trace as counter events (`ph: "C"`): power, SM clock,
 //!   GPU utilization and memory used, placed through the timeline's `t0_epoch_ns`.
 //!
-//! Launch calls (`cuda_runtime` events with `correlation` and `ac2g` flow arrows) are not
-//! written: the timeline does not keep launch calls, so there is nothing to draw them from.
+//! * launch calls, where the run has them (`launch_calls.json`, runs ingested since it exists), as
+//!   `cat: "cuda_runtime"` / `"cuda_driver"` on their host thread with `args.correlation`, and
+//!   a flow arrow (`ph: "s"`/`"f"`, `cat: "ac2g"`, `bp: "e"`, `id` = correlation) to the first
+//!   op each launched; those ops carry the same `correlation`. Older timelines have none.
+//!
+//! `External id` (the link from a kernel to the PyTorch operator that launched it) is not
+//! written: the timeline does not keep it.
 //!
 //! Times are the source's clock: `ts` = `t0_ns` + the op's offset, in µs with three decimals,
 //! so every ns survives (no float rounding). Events are written one at a time to the caller's
@@ -40,6 +45,9 @@ pub struct ChromeCounts {
     pub mem_ops: u64,
     pub annotations: u64,
     pub counters: u64,
+    /// Launch calls written (`cuda_runtime`/`cuda_driver`), and flow arrows to their ops.
+    pub calls: u64,
+    pub flows: u64,
 }
 
 /// Writes the Chrome trace of `b` and its timeline `t` to `w` (buffer it).
@@ -50,9 +58,15 @@ pub fn write_chrome<W: Write>(b: &Bundle, t: &Timeline, w: &mut W) -> io::Result
     let mut counts = ChromeCounts::default();
     ev.metadata(device, t)?;
     counts.annotations = write_ranges(b, t, device, &mut ev)?;
+    counts.calls = write_calls(t, &mut ev)?;
     let row_args: Vec<String> = b.kernels.iter().map(|k| row_args(b, k)).collect();
-    counts.kernels = write_kernels(b, t, device, &row_args, &mut ev)?;
-    counts.mem_ops = write_mem_ops(b, t, device, &row_args, &mut ev)?;
+    let mut flows = Flows {
+        done: vec![false; t.calls.start.len()],
+        n: 0,
+    };
+    counts.kernels = write_kernels(b, t, device, &row_args, &mut flows, &mut ev)?;
+    counts.mem_ops = write_mem_ops(b, t, device, &row_args, &mut flows, &mut ev)?;
+    counts.flows = flows.n;
     counts.counters = write_counters(b, t, device, &mut ev)?;
     ev.w.write_all(b"\n]}\n")?;
     Ok(counts)
@@ -274,6 +288,7 @@ fn write_kernels<W: Write>(
     t: &Timeline,
     device: u32,
     row_args: &[String],
+    flows: &mut Flows,
     ev: &mut Events<'_, W>,
 ) -> io::Result<u64> {
     let k = &t.kernels;
@@ -316,10 +331,96 @@ fn write_kernels<W: Write>(
             ts: abs(t, k.start[i]),
             dur: k.dur[i],
         };
-        ev.complete(span, &args)?;
+        let call = t.calls.kernel_call.get(i).copied().flatten();
+        flows.op(t, call, span, &mut args, ev)?;
         n += 1;
     }
     Ok(n)
+}
+
+/// Each launch call on its host thread: `cuda_runtime` or `cuda_driver`, named by its API
+/// function, with `args.correlation`, followed by the start of its flow arrow (`ac2g`).
+fn write_calls<W: Write>(t: &Timeline, ev: &mut Events<'_, W>) -> io::Result<u64> {
+    let c = &t.calls;
+    for i in 0..c.start.len() {
+        let n = c.name[i].map(|n| n as usize);
+        let name = n
+            .and_then(|n| c.names.get(n))
+            .map_or("CUDA launch call", |n| kineto_api_name(n));
+        let driver = n.and_then(|n| c.driver.get(n)).copied().unwrap_or(false);
+        let span = Span {
+            cat: if driver {
+                "cuda_driver"
+            } else {
+                "cuda_runtime"
+            },
+            name,
+            pid: HOST_PID,
+            tid: c.threads.get(c.thread[i] as usize).copied().unwrap_or(0),
+            ts: t.t0_ns.saturating_add(c.start[i]),
+            dur: c.dur[i],
+        };
+        let corr = c.correlation[i];
+        ev.complete(span, &format!("\"correlation\": {corr}"))?;
+        let w = ev.start()?;
+        write!(
+            w,
+            "{{\"ph\": \"s\", \"id\": {corr}, \"pid\": {HOST_PID}, \"tid\": {}, \"ts\": {}, \
+             \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
+            span.tid,
+            crate::fmt::us_exact(span.ts)
+        )?;
+    }
+    Ok(c.start.len() as u64)
+}
+
+/// An API function's name as the PyTorch profiler writes it: without the `_v7000`-style
+/// version suffix Nsight Systems appends (`cudaLaunchKernel_v7000` → `cudaLaunchKernel`), which
+/// HolisticTraceAnalysis' launch statistics match on.
+pub fn kineto_api_name(name: &str) -> &str {
+    match name.rsplit_once("_v") {
+        Some((base, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+/// The arrows from launch calls to the ops they launched: one per call, to its first op (a
+/// CUDA graph launch runs many).
+struct Flows {
+    done: Vec<bool>,
+    n: u64,
+}
+
+impl Flows {
+    /// Writes op `span` with `args` (plus the call's correlation id), then its flow's end.
+    fn op<W: Write>(
+        &mut self,
+        t: &Timeline,
+        call: Option<u32>,
+        span: Span<'_>,
+        args: &mut String,
+        ev: &mut Events<'_, W>,
+    ) -> io::Result<()> {
+        let Some(c) = call.map(|c| c as usize).filter(|&c| c < self.done.len()) else {
+            return ev.complete(span, args);
+        };
+        let corr = t.calls.correlation[c];
+        args.push_str(&format!(", \"correlation\": {corr}"));
+        ev.complete(span, args)?;
+        if std::mem::replace(&mut self.done[c], true) {
+            return Ok(());
+        }
+        self.n += 1;
+        let w = ev.start()?;
+        write!(
+            w,
+            "{{\"ph\": \"f\", \"id\": {corr}, \"pid\": {}, \"tid\": {}, \"ts\": {}, \
+             \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
+            span.pid,
+            span.tid,
+            crate::fmt::us_exact(span.ts)
+        )
+    }
 }
 
 fn launch_args(l: &llmprof_bundle::Launch) -> String {
@@ -337,6 +438,7 @@ fn write_mem_ops<W: Write>(
     t: &Timeline,
     device: u32,
     row_args: &[String],
+    flows: &mut Flows,
     ev: &mut Events<'_, W>,
 ) -> io::Result<u64> {
     let m = &t.mem_ops;
@@ -352,7 +454,7 @@ fn write_mem_ops<W: Write>(
             "gpu_memcpy"
         };
         let stream = t.streams.get(m.stream[i] as usize).copied().unwrap_or(0);
-        let args = format!(
+        let mut args = format!(
             "\"device\": {device}, \"stream\": {stream}, \"bytes\": {}, {}",
             m.bytes[i], row_args[row]
         );
@@ -364,7 +466,13 @@ fn write_mem_ops<W: Write>(
             ts: abs(t, m.start[i]),
             dur: m.dur[i],
         };
-        ev.complete(span, &args)?;
+        flows.op(
+            t,
+            t.calls.mem_op_call.get(i).copied().flatten(),
+            span,
+            &mut args,
+            ev,
+        )?;
         n += 1;
     }
     Ok(n)
@@ -488,4 +596,30 @@ pub fn json_str(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_names_lose_nsys_version_suffixes_only() {
+        assert_eq!(
+            kineto_api_name("cudaLaunchKernel_v7000"),
+            "cudaLaunchKernel"
+        );
+        assert_eq!(
+            kineto_api_name("cudaLaunchKernelExC_v11060"),
+            "cudaLaunchKernelExC"
+        );
+        assert_eq!(kineto_api_name("cuLaunchKernelEx"), "cuLaunchKernelEx");
+        assert_eq!(kineto_api_name("cudaGraphLaunch_v10000"), "cudaGraphLaunch");
+        assert_eq!(kineto_api_name("my_vfunc"), "my_vfunc");
+        assert_eq!(kineto_api_name("x_v"), "x_v");
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    }
 }

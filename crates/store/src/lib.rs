@@ -27,8 +27,8 @@ use std::path::PathBuf;
 
 pub use id::{run_id, slugify};
 pub use read::{
-    bundle_path, files_under, list_runs, read_bundle, read_bundle_text, read_timeline_text,
-    timeline_path,
+    bundle_path, files_under, list_runs, read_bundle, read_bundle_text, read_launch_calls,
+    read_timeline_text, timeline_path,
 };
 pub use write::{rewrite_bundle, write_run};
 

@@ -4,7 +4,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use llmprof_bundle::{Bundle, BUNDLE_FILE, TIMELINE_FILE};
+use llmprof_bundle::{Bundle, TimelineCalls, BUNDLE_FILE, LAUNCH_CALLS_FILE, TIMELINE_FILE};
 
 use crate::StoreError;
 
@@ -82,6 +82,23 @@ pub fn read_timeline_text(path: &Path) -> Result<String, StoreError> {
     } else {
         String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))
     }
+}
+
+/// The run's launch calls (`launch_calls.json`, or `.gz`), `None` when the run has none (runs
+/// ingested before the file existed, or from a source without launch calls).
+pub fn read_launch_calls(run_dir: &Path) -> Result<Option<TimelineCalls>, StoreError> {
+    let plain = run_dir.join(LAUNCH_CALLS_FILE);
+    let gz = run_dir.join(format!("{LAUNCH_CALLS_FILE}.gz"));
+    let Some(path) = [plain, gz].into_iter().find(|p| p.is_file()) else {
+        return Ok(None);
+    };
+    let text = read_timeline_text(&path)?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| StoreError::Timeline {
+            path,
+            message: format!("not valid launch calls ({e})"),
+        })
 }
 
 /// The target a run was captured from (`capture.target` of its bundle), read through a probe

@@ -8,7 +8,7 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use llmprof_bundle::{Bundle, Timeline, BUNDLE_FILE, TIMELINE_FILE};
+use llmprof_bundle::{Bundle, Timeline, BUNDLE_FILE, LAUNCH_CALLS_FILE, TIMELINE_FILE};
 
 use crate::StoreError;
 
@@ -19,7 +19,8 @@ fn write_err(path: &Path, source: std::io::Error) -> StoreError {
     }
 }
 
-/// Writes `bundle` (and `timeline`) as `runs_dir/<run-id>/` and returns that directory. When a
+/// Writes `bundle` (and `timeline`, with its launch calls as `launch_calls.json` when it has
+/// any) as `runs_dir/<run-id>/` and returns that directory. When a
 /// run of that id exists already, `-2`, `-3`, ... is appended (and the bundle's and the
 /// timeline's `run_id` say so).
 pub fn write_run(
@@ -61,6 +62,9 @@ fn write_files(dir: &Path, bundle: &Bundle, timeline: Option<&Timeline>) -> Resu
     write_json(&dir.join(BUNDLE_FILE), bundle, true)?;
     if let Some(t) = timeline {
         write_json(&dir.join(TIMELINE_FILE), t, false)?;
+        if !t.calls.is_empty() {
+            write_json(&dir.join(LAUNCH_CALLS_FILE), &t.calls, false)?;
+        }
     }
     Ok(())
 }

@@ -197,7 +197,10 @@ fn chrome_trace_links_launch_calls_to_their_ops() {
     let run = ingest_h200(dir.path());
     assert!(run.join("launch_calls.json").is_file());
     let timeline = std::fs::read_to_string(run.join("timeline.json")).unwrap();
-    assert!(!timeline.contains("correlation"), "launch calls stay out of timeline.json");
+    assert!(
+        !timeline.contains("correlation"),
+        "launch calls stay out of timeline.json"
+    );
     let (_, events) = events(&export_dir(&run, dir.path()));
     let b = llmprof_store::read_bundle(&run).unwrap();
     let mut calls: HashMap<i64, &Value> = HashMap::new();

@@ -66,9 +66,11 @@ pub enum Command {
     /// `--format chrome -o FILE` writes the timeline in the PyTorch profiler's trace layout:
     /// stage ranges as user_annotation (host) and gpu_user_annotation (their GPU work), kernels,
     /// memcpys and memsets per stream with their category and Nsight Compute metrics in args,
-    /// NVML power, clock, utilization and memory as counters. Open it in ui.perfetto.dev, or
-    /// with HolisticTraceAnalysis: put it in a directory as rank-0.json and call
-    /// TraceAnalysis(trace_dir=DIR).
+    /// launch calls (cudaLaunchKernel, ...) with an arrow to the op each launched (runs ingested
+    /// with this version keep them in launch_calls.json), NVML power, clock, utilization and
+    /// memory as counters. Open it in ui.perfetto.dev, or with HolisticTraceAnalysis: put it
+    /// in a directory as rank-0.json and call TraceAnalysis(trace_dir=DIR), with
+    /// HTA_DISABLE_NS_ROUNDING=1 so HTA keeps the trace's ns.
     ///
     /// Examples:
     ///   llmprof export runs/20261123-190406-qwen2.5-0.5b-standard --format csv tables/

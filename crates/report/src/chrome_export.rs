@@ -238,49 +238,64 @@ struct GpuSpan {
 
 /// Per range instance (timeline order), the span of the kernels attributed to it or to a range
 /// inside it, from the kernels' `range` column (empty in old timelines: no GPU annotations).
+/// Linear: kernels fill their innermost range, then each range passes its span to its parent.
 fn gpu_spans(t: &Timeline) -> Vec<Option<GpuSpan>> {
-    let mut spans: Vec<Option<GpuSpan>> = vec![None; t.ranges.start.len()];
+    let n = t.ranges.start.len();
+    let mut spans: Vec<Option<GpuSpan>> = vec![None; n];
     let k = &t.kernels;
     for (i, range) in k.range.iter().enumerate() {
-        let Some(r) = range.map(|r| r as usize) else {
+        let Some(r) = range.map(|r| r as usize).filter(|&r| r < n) else {
             continue;
         };
-        let (start, end) = (k.start[i], k.start[i].saturating_add(k.dur[i]));
-        for outer in enclosing(t, r) {
-            let span = spans[outer].get_or_insert(GpuSpan {
-                start,
+        let end = k.start[i].saturating_add(k.dur[i]);
+        merge(
+            &mut spans[r],
+            GpuSpan {
+                start: k.start[i],
                 end,
                 stream: k.stream[i],
-            });
-            span.start = span.start.min(start);
-            span.end = span.end.max(end);
+            },
+        );
+    }
+    let parents = parents(t);
+    for r in (0..n).rev() {
+        if let (Some(p), Some(span)) = (parents[r], spans[r]) {
+            merge(&mut spans[p], span);
         }
     }
     spans
 }
 
-/// Range instance `r` and the instances of its thread that contain it (the timeline writes
-/// ranges in nesting order, so they come before it).
-fn enclosing(t: &Timeline, r: usize) -> Vec<usize> {
-    let rg = &t.ranges;
-    let Some(&depth) = rg.depth.get(r) else {
-        return Vec::new();
-    };
-    let mut out = vec![r];
-    let mut want = depth;
-    let end = rg.start[r] + rg.dur[r];
-    for j in (0..r).rev() {
-        if want == 0 {
-            break;
-        }
-        let contains =
-            rg.tid[j] == rg.tid[r] && rg.start[j] <= rg.start[r] && rg.start[j] + rg.dur[j] >= end;
-        if contains && rg.depth[j] < want {
-            out.push(j);
-            want = rg.depth[j];
+/// Widens `into` to cover `span`; the stream is the earliest op's.
+fn merge(into: &mut Option<GpuSpan>, span: GpuSpan) {
+    match into {
+        None => *into = Some(span),
+        Some(cur) => {
+            if span.start < cur.start {
+                cur.stream = span.stream;
+            }
+            cur.start = cur.start.min(span.start);
+            cur.end = cur.end.max(span.end);
         }
     }
-    out
+}
+
+/// Per range instance, the instance of its thread one nesting level up, or `None` at depth 0.
+/// The timeline writes ranges in nesting order, so the last range seen at depth d − 1 on the
+/// same thread is the parent of a range at depth d.
+fn parents(t: &Timeline) -> Vec<Option<usize>> {
+    let rg = &t.ranges;
+    let mut open: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+    (0..rg.start.len())
+        .map(|r| {
+            let depth = rg.depth.get(r).copied().unwrap_or(0) as usize;
+            let stack = open.entry(rg.tid.get(r).copied().unwrap_or(0)).or_default();
+            stack.truncate(depth);
+            let parent = depth.checked_sub(1).and_then(|d| stack.get(d).copied());
+            stack.push(r);
+            parent
+        })
+        .collect()
 }
 
 fn write_kernels<W: Write>(
@@ -616,6 +631,29 @@ mod tests {
         assert_eq!(kineto_api_name("cudaGraphLaunch_v10000"), "cudaGraphLaunch");
         assert_eq!(kineto_api_name("my_vfunc"), "my_vfunc");
         assert_eq!(kineto_api_name("x_v"), "x_v");
+    }
+
+    /// Two threads; on thread 1 `outer` holds `inner`, and a kernel attributed to `inner` runs
+    /// after both closed: both get its span, thread 2's range none.
+    #[test]
+    fn gpu_spans_reach_every_enclosing_range_of_the_thread() {
+        let mut t = Timeline::default();
+        t.ranges.start = vec![0, 5, 6];
+        t.ranges.dur = vec![100, 10, 50];
+        t.ranges.stage = vec![0, 1, 2];
+        t.ranges.depth = vec![0, 1, 0];
+        t.ranges.tid = vec![1, 1, 2];
+        t.kernels.start = vec![200, 300];
+        t.kernels.dur = vec![10, 5];
+        t.kernels.stream = vec![0, 1];
+        t.kernels.range = vec![Some(1), Some(0)];
+        assert_eq!(parents(&t), vec![None, Some(0), None]);
+        let spans = gpu_spans(&t);
+        let outer = spans[0].unwrap();
+        assert_eq!((outer.start, outer.end, outer.stream), (200, 305, 0));
+        let inner = spans[1].unwrap();
+        assert_eq!((inner.start, inner.end), (200, 210));
+        assert!(spans[2].is_none());
     }
 
     #[test]

@@ -265,7 +265,8 @@ fn chrome_export_errors_name_the_problem() {
 /// sample run and of the H200 export ingested with its launch calls: per kernel name, the calls
 /// and total time in the dataframe it parsed, and the sum of its own
 /// `get_gpu_kernel_breakdown`, equal the bundle's rows; its `get_cuda_kernel_launch_stats`
-/// joins every cudaLaunchKernel/ExC, cudaMemcpyAsync and cudaMemsetAsync call to its op.
+/// joins every cudaLaunchKernel/ExC, cudaMemcpyAsync and cudaMemsetAsync call to its op; two
+/// ranks' exports load as two ranks.
 /// `LLMPROF_HTA_PYTHON` names the interpreter (the test command sets it); without it the test
 /// says it was skipped.
 #[test]
@@ -276,8 +277,8 @@ fn hta_reads_the_chrome_trace_with_the_bundles_kernel_totals() {
     };
     let standard = tempfile::tempdir().unwrap();
     export(STANDARD, standard.path());
-    let hta = hta_totals(&python, standard.path());
-    assert_kernel_totals(&hta, &bundle(STANDARD));
+    let hta = &hta_totals(&python, standard.path())["ranks"]["0"];
+    assert_kernel_totals(hta, &bundle(STANDARD));
     assert_eq!(
         hta["launch_stats_rows"], 0,
         "the sample run has no launch calls"
@@ -287,8 +288,8 @@ fn hta_reads_the_chrome_trace_with_the_bundles_kernel_totals() {
     let run = ingest_h200(h200.path());
     let trace = h200.path().join("trace");
     let (_, events) = events(&export_dir(&run, &trace));
-    let hta = hta_totals(&python, &trace);
-    assert_kernel_totals(&hta, &llmprof_store::read_bundle(&run).unwrap());
+    let hta = &hta_totals(&python, &trace)["ranks"]["0"];
+    assert_kernel_totals(hta, &llmprof_store::read_bundle(&run).unwrap());
     let joined = [
         "cudaLaunchKernel",
         "cudaLaunchKernelExC",
@@ -311,16 +312,99 @@ fn hta_reads_the_chrome_trace_with_the_bundles_kernel_totals() {
         .count();
     assert!(ops > 10_000, "{ops}");
     assert_eq!(hta["launch_stats_rows"], ops as u64);
+
+    // Two ranks of a 128-rank job (HTA's own test traces, ingested and exported): HTA finds
+    // both ranks by the exports' distributedInfo, with the kernel names it finds in the source
+    // traces themselves. Calls are not compared here: on these sampled traces HTA keeps only
+    // some events (5 of rank 0's 10 NCCL SendRecv kernels, in the source trace as in the
+    // export), and one fbgemm kernel differs by one call between source and export.
+    let multi = tempfile::tempdir().unwrap();
+    ingest_ranks(multi.path());
+    let source = multi.path().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    for rank in 0..2 {
+        let gz = fixture(&format!("hta-multirank/sampled_rank-{rank}.json.gz"));
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()),
+            &mut text,
+        )
+        .unwrap();
+        std::fs::write(source.join(format!("rank-{rank}.json")), text).unwrap();
+    }
+    let ours = hta_totals(&python, &multi.path().join("trace"));
+    let theirs = hta_totals(&python, &source);
+    assert_eq!(ours["ranks"].as_object().unwrap().len(), 2);
+    for rank in ["0", "1"] {
+        let names = |v: &Value| -> Vec<String> {
+            v["ranks"][rank]["kernels"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
+        };
+        assert!(names(&ours).len() > 100, "rank {rank}");
+        assert_eq!(names(&ours), names(&theirs), "rank {rank}");
+    }
 }
 
-/// What `tests/hta/kernel_totals.py` prints for the trace in `dir`.
+/// HTA's sampled traces of ranks 0 and 1 ingested into `dir/runs` and exported to
+/// `dir/trace/rank-N.json`; the run directories in rank order.
+fn ingest_ranks(dir: &Path) -> Vec<PathBuf> {
+    (0..2)
+        .map(|rank| {
+            let runs = dir.join(format!("runs-{rank}"));
+            let trace = fixture(&format!("hta-multirank/sampled_rank-{rank}.json.gz"));
+            let o = llmprof([
+                "ingest".as_ref(),
+                "--kineto".as_ref(),
+                trace.as_os_str(),
+                "--out".as_ref(),
+                runs.as_os_str(),
+            ]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let run = llmprof_store::list_runs(&runs).unwrap().pop().unwrap();
+            let file = dir.join("trace").join(format!("rank-{rank}.json"));
+            let o = llmprof([
+                "export".as_ref(),
+                run.as_os_str(),
+                "--format".as_ref(),
+                "chrome".as_ref(),
+                "-o".as_ref(),
+                file.as_os_str(),
+            ]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            run
+        })
+        .collect()
+}
+
+/// A rank's export says which rank it is, in the header HTA reads (`"rank": N`, with the
+/// space its pattern needs), with the world size and backend of the trace it came from.
+#[test]
+fn chrome_trace_keeps_the_ranks_distributed_info() {
+    let dir = tempfile::tempdir().unwrap();
+    ingest_ranks(dir.path());
+    for rank in 0..2 {
+        let file = dir.path().join(format!("trace/rank-{rank}.json"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&format!("\"rank\": {rank}")));
+        let (doc, events) = events(&file);
+        assert_eq!(doc["distributedInfo"]["rank"], rank);
+        assert_eq!(doc["distributedInfo"]["world_size"], 128);
+        assert_eq!(doc["distributedInfo"]["backend"], "nccl");
+        assert!(of_cat(&events, "kernel").count() > 100);
+    }
+}
+
+/// What `tests/hta/kernel_totals.py` prints for the traces in `dir`: per rank, its kernels and
+/// launch statistics.
 fn hta_totals(python: &std::ffi::OsStr, dir: &Path) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hta/kernel_totals.py");
     let o = Command::new(python).arg(script).arg(dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let hta: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(hta["rank"], 0);
-    hta
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 fn assert_kernel_totals(hta: &Value, b: &Bundle) {
@@ -329,7 +413,10 @@ fn assert_kernel_totals(hta: &Value, b: &Bundle) {
         .iter()
         .filter(|k| k.kind == OpKind::Kernel)
         .collect();
-    assert_eq!(hta["kernels"].as_object().unwrap().len(), rows.len());
+    let names = hta["kernels"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no kernels in {hta}"));
+    assert_eq!(names.len(), rows.len());
     for k in rows {
         let h = &hta["kernels"][k.name.as_str()];
         assert_eq!(h["calls"], k.calls, "{}", k.name);

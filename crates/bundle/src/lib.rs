@@ -59,6 +59,8 @@
 //! | `timeline` | [`TimelineInfo`]? | how to find `timeline.json` and what it holds |
 //! | `diagnostics[]` | [`Diagnostic`] | each class of skipped or doubtful input, with a count and an example |
 //! | `warmup` | [`WarmupInstances`]? | how warm-up instances (`stages[].instance_list[].warmup`) were chosen |
+//! | `communication` | [`Communication`]? | collectives, and communication/computation overlap and idle time per window (`ranks.rs`) |
+//! | `ranks` | [`RankSet`]? | a multi-rank run's ranks, clock alignment, rank table and skew (`ranks.rs`) |
 //!
 //! ## Paths
 //!
@@ -127,6 +129,8 @@
 //!   launched the traced ops, with thread, correlation id and API name, and each op's call),
 //!   written only when the source traced launch calls; runs without it export no launch calls
 //!   or flows (`llmprof export --format chrome`).
+//!   Also: `communication` ([`Communication`]) and `ranks` ([`RankSet`]), both omitted when
+//!   absent, and the multi-rank run layout `ranks/<rank>/` (see `ranks.rs`).
 //!
 //! # CUDA graphs
 //!
@@ -155,6 +159,7 @@ use serde::{Deserialize, Serialize};
 mod analysis;
 mod capture;
 pub mod names;
+mod ranks;
 mod samples;
 mod stats;
 mod summary;
@@ -172,6 +177,7 @@ pub use capture::{
     MemoryRecord, NvmlSeries, Overhead, PassRecord, StageCi, StageEnergy, StageMemory,
     StageTimings, SubStageTiming, Window,
 };
+pub use ranks::{Collective, CommWindow, Communication, RankEntry, RankSet, StageSkew};
 pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};
@@ -241,6 +247,12 @@ pub struct Bundle {
     /// How warm-up instances were told from measured ones (see [`WarmupInstances`]).
     #[serde(default)]
     pub warmup: Option<WarmupInstances>,
+    /// The rank's communication kernels and their overlap with computation (`ranks.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub communication: Option<Communication>,
+    /// A multi-rank run's ranks (its top-level bundle only; `ranks.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RankSet>,
 }
 
 impl Bundle {
@@ -272,6 +284,8 @@ impl Bundle {
             capture: None,
             nvml: None,
             warmup: None,
+            communication: None,
+            ranks: None,
         }
     }
 

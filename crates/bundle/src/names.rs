@@ -389,6 +389,71 @@ pub fn category(name: &str) -> Category {
     Category::Other
 }
 
+/// Collectives by the name pattern of their kernels, most specific first: NCCL's own names
+/// change between versions (`ncclKernel_AllReduce_RING_LL_Sum_float` in 2.17,
+/// `ncclDevKernel_AllReduce_Sum_bf16_RING_LL` from 2.19, `ncclAllReduceRingLLKernel_sum_f16`
+/// before 2.8), so the name is matched without case or underscores.
+const COLLECTIVE_RULES: &[(&str, &[&str])] = &[
+    ("reducescatter", &["reducescatter"]),
+    (
+        "allreduce",
+        &["allreduce", "crossdevicereduce", "customallreduce"],
+    ),
+    ("allgather", &["allgather"]),
+    ("alltoall", &["alltoall"]),
+    ("broadcast", &["broadcast"]),
+    (
+        "sendrecv",
+        &[
+            "sendrecv",
+            "ncclkernelsend",
+            "ncclkernelrecv",
+            "ncclsend",
+            "ncclrecv",
+        ],
+    ),
+    (
+        "reduce",
+        &["ncclkernelreduce", "nccldevkernelreduce", "ncclreduce"],
+    ),
+];
+
+/// The collective a communication kernel runs, from its name alone (see
+/// [`crate::Collective`]): `allreduce`, `reducescatter`, `allgather`, `alltoall`,
+/// `broadcast`, `sendrecv`, `reduce`; `None` for a name that does not say (NCCL 2.19's
+/// `ncclDevKernel_Generic`, NVSHMEM) or a kernel that is not communication.
+pub fn collective(name: &str) -> Option<&'static str> {
+    if category(name) != Category::Communication {
+        return None;
+    }
+    let squashed: String = name
+        .chars()
+        .take_while(|&c| c != '(')
+        .filter(|&c| c != '_')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    COLLECTIVE_RULES
+        .iter()
+        .find(|(_, needles)| needles.iter().any(|n| squashed.contains(n)))
+        .map(|(c, _)| *c)
+}
+
+/// A collective's name as the PyTorch profiler's `Collective name` argument or NCCL's NVTX
+/// ranges write it (`allreduce`, `all_reduce`, `_allgather_base`, `reduce_scatter_tensor`),
+/// in [`collective`]'s vocabulary; unknown words are kept, lower-cased without underscores.
+pub fn collective_of_arg(arg: &str) -> String {
+    let squashed: String = arg
+        .trim_start_matches("nccl:")
+        .chars()
+        .filter(|&c| c != '_')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    COLLECTIVE_RULES
+        .iter()
+        .find(|(_, needles)| needles.iter().any(|n| squashed.contains(n)))
+        .map_or(squashed, |(c, _)| (*c).to_string())
+}
+
 /// Inductor's Triton kernel kinds: `triton_poi_` pointwise, `triton_red_` reductions,
 /// `triton_per_` persistent reductions (norms, softmax), `triton_tem_` templates (mm/bmm,
 /// flex attention). `None` for any other name, hand-written Triton kernels included.
@@ -544,5 +609,33 @@ mod tests {
         ] {
             assert_eq!(category(name), cat, "{name}");
         }
+    }
+
+    /// Kernel names of NCCL versions 2.7 to 2.21 and of vLLM's custom all-reduce; the first
+    /// four are in `tests/fixtures/hta-multirank/` (NCCL 2.17 and the 128-rank job).
+    #[test]
+    fn collectives_by_kernel_name_across_nccl_versions() {
+        for (name, want) in [
+            ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", Some("allreduce")),
+            ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", Some("broadcast")),
+            ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", Some("sendrecv")),
+            ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)", Some("allreduce")),
+            ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)", Some("reducescatter")),
+            ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)", Some("allgather")),
+            ("ncclAllReduceRingLLKernel_sum_f16(ncclWorkElem)", Some("allreduce")),
+            ("ncclKernel_Reduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", Some("reduce")),
+            ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, (int)2>(vllm::RankData *, vllm::RankSignals, vllm::Signal *, __nv_bfloat16 *, int, int)", Some("allreduce")),
+            ("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<(unsigned long)4096>)", None),
+            ("void at::native::reduce_kernel<(int)512, (int)1>(T3)", None),
+        ] {
+            assert_eq!(collective(name), want, "{name}");
+        }
+        assert_eq!(collective_of_arg("allreduce"), "allreduce");
+        assert_eq!(collective_of_arg("nccl:_all_gather_base"), "allgather");
+        assert_eq!(
+            collective_of_arg("reduce_scatter_tensor_coalesced"),
+            "reducescatter"
+        );
+        assert_eq!(collective_of_arg("barrier"), "barrier");
     }
 }

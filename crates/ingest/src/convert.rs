@@ -23,6 +23,7 @@ use llmprof_bundle::{
     TimelineRanges, Totals, SCHEMA_VERSION, TOP_KERNELS,
 };
 
+use crate::communication::Collectives;
 use crate::diagnostics::Diagnostics;
 use crate::intern::Interner;
 use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
@@ -38,6 +39,8 @@ pub struct TraceParts {
     pub totals: Totals,
     /// `run_id` is left empty; the run store fills it in.
     pub timeline: Timeline,
+    /// Communication kernels by collective, process group and dtype.
+    pub collectives: Vec<llmprof_bundle::Collective>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,6 +110,7 @@ pub struct TraceConverter {
     /// The workload's stage names (`--stages`): ranges of other non-default domains are
     /// library ranges and get no per-instance kernel samples.
     stage_names: Vec<String>,
+    collectives: Collectives,
 }
 
 impl TraceConverter {
@@ -184,6 +188,9 @@ impl TraceConverter {
             }),
             _ => op.graph,
         };
+        if let GpuOp::Kernel { name, comm, .. } = op.op {
+            self.collectives.add(name, comm, span(op.start, op.end));
+        }
         let row = self.row_of(kind, name, &op.op);
         let acc = &mut self.rows[row as usize];
         acc.durations.push(span(op.start, op.end));
@@ -280,6 +287,7 @@ impl TraceConverter {
             instance_kernels,
             totals,
             timeline,
+            collectives: std::mem::take(&mut self.collectives).finish(),
         }
     }
 
@@ -1132,6 +1140,7 @@ mod tests {
                 name: "void k<(int)1>(int)",
                 short_name: None,
                 launch: None,
+                comm: None,
             },
             graph: None,
         }
@@ -1239,6 +1248,7 @@ mod tests {
                     name: "void gemm_kernel<(int)1>(int)",
                     short_name: None,
                     launch: None,
+                    comm: None,
                 },
                 ..kernel(corr, start, end)
             };

@@ -29,7 +29,7 @@ use crate::error::{what::KINETO, IngestError};
 use crate::input;
 use crate::intern::Interner;
 use crate::nsys::cuda_version;
-use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
+use crate::records::{CommArgs, GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use crate::SourceFacts;
 
 /// One trace is one process as far as correlation ids go.
@@ -409,6 +409,13 @@ struct RawArgs {
     /// `graph id` / `graph node id`, which some PyTorch versions give graph-replayed kernels.
     graph_id: Int,
     graph_node: Int,
+    /// The NCCL metadata the PyTorch profiler gives collective kernels (`Collective name`,
+    /// `In msg nelems`, `dtype`, `Group size`, `Process Group Name`).
+    collective: Word,
+    in_elements: Int,
+    dtype: Word,
+    group_size: Int,
+    process_group: Word,
 }
 
 impl<'de> Deserialize<'de> for RawArgs {
@@ -449,6 +456,11 @@ impl<'de> DeserializeSeed<'de> for ArgsSeed {
                         b"bytes" => a.bytes = map.next_value()?,
                         b"graph id" => a.graph_id = map.next_value()?,
                         b"graph node id" => a.graph_node = map.next_value()?,
+                        b"Collective name" => a.collective = map.next_value()?,
+                        b"In msg nelems" => a.in_elements = map.next_value()?,
+                        b"dtype" => a.dtype = map.next_value()?,
+                        b"Group size" => a.group_size = map.next_value()?,
+                        b"Process Group Name" => a.process_group = map.next_value()?,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -564,6 +576,21 @@ impl Int {
 impl<'de> Deserialize<'de> for Int {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(Int(Lenient::deserialize(d)?.i64()))
+    }
+}
+
+/// A string argument, owned (only collective kernels have them); a number reads as its
+/// decimal text (`Process Group Name` may be `0`), anything else as `None`.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Word(Option<String>);
+
+impl<'de> Deserialize<'de> for Word {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Word(match Id::deserialize(d)? {
+            Id::Str(s) => Some(s.into_owned()),
+            Id::Int(v) => Some(v.to_string()),
+            Id::Missing => None,
+        }))
     }
 }
 
@@ -1140,6 +1167,13 @@ impl<'c, 'd> Sink<'c, 'd> {
             "kernel" => GpuOp::Kernel {
                 name,
                 short_name: None,
+                comm: args.collective.0.as_deref().map(|collective| CommArgs {
+                    collective,
+                    in_elements: args.in_elements.u64(),
+                    dtype: args.dtype.0.as_deref(),
+                    group_size: args.group_size.u64().and_then(|v| u32::try_from(v).ok()),
+                    process_group: args.process_group.0.as_deref(),
+                }),
                 launch: match (args.grid.0, args.block.0) {
                     (Some(grid), Some(block)) => Some(Launch {
                         grid,

@@ -6,6 +6,7 @@
 //! never leave the module that parses them. [`ingest`] runs the parsers a request names and
 //! assembles one bundle; `llmprof-store` writes it into the runs directory.
 
+pub mod communication;
 pub mod convert;
 pub mod diagnostics;
 pub mod error;
@@ -148,6 +149,9 @@ struct Assembly<'r> {
     /// Token counts the timing source's operator shapes give, before flags and metadata.
     base_workload: Workload,
     ncu: Option<ncu::NcuInput>,
+    /// The timing source's communication kernels, for [`communication::of`] once warm-up
+    /// instances are marked.
+    collectives: Vec<llmprof_bundle::Collective>,
 }
 
 impl<'r> Assembly<'r> {
@@ -163,6 +167,7 @@ impl<'r> Assembly<'r> {
             kineto: None,
             base_workload: Workload::default(),
             ncu: None,
+            collectives: Vec::new(),
         }
     }
 
@@ -291,6 +296,7 @@ impl<'r> Assembly<'r> {
         bundle.kernels = parts.kernels;
         bundle.instance_kernels = parts.instance_kernels;
         bundle.totals = parts.totals;
+        self.collectives = parts.collectives;
         bundle.timeline = Some(TimelineInfo {
             path: TIMELINE_FILE.to_string(),
             kernels: parts.timeline.kernels.start.len() as u64,
@@ -364,6 +370,10 @@ impl<'r> Assembly<'r> {
         let leading = self.req.warmup_instances.unwrap_or(0);
         self.bundle
             .mark_warmup(leading, Some(WARMUP_FLAG.to_string()));
+        if let Some(t) = &timeline {
+            let collectives = std::mem::take(&mut self.collectives);
+            self.bundle.communication = communication::of(&self.bundle, t, collectives);
+        }
         self.bundle.run_id = llmprof_store::run_id(&self.bundle);
         Ingested {
             bundle: self.bundle,

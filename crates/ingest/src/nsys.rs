@@ -541,6 +541,7 @@ impl Export<'_> {
                     name,
                     short_name: short,
                     launch,
+                    comm: None,
                 },
                 nodes.graph_of(r.get(16).map_err(err)?),
             ));

@@ -69,6 +69,8 @@ pub enum GpuOp<'a> {
         /// The source's short name, when it has one.
         short_name: Option<&'a str>,
         launch: Option<Launch>,
+        /// A collective's metadata, where the source gives it per kernel.
+        comm: Option<CommArgs<'a>>,
     },
     Memcpy {
         /// Direction as Nsight Systems words it: `Host-to-Device`, `Device-to-Host`, ...
@@ -83,6 +85,18 @@ pub enum GpuOp<'a> {
     Graph {
         graph: u32,
     },
+}
+
+/// What a trace says of the collective a communication kernel ran (the PyTorch profiler's
+/// NCCL metadata on the kernel event).
+#[derive(Debug, Clone, Copy)]
+pub struct CommArgs<'a> {
+    /// `Collective name` as written (`allreduce`, `_allgather_base`, …).
+    pub collective: &'a str,
+    pub in_elements: Option<u64>,
+    pub dtype: Option<&'a str>,
+    pub group_size: Option<u32>,
+    pub process_group: Option<&'a str>,
 }
 
 /// A kernel, memcpy or memset executed on the GPU.

@@ -24,11 +24,29 @@ pub enum Command {
     /// stages, kernels and the timeline come from Nsight Systems and operators from the PyTorch
     /// profiler trace. The run directory is printed as the last line of stdout.
     ///
-    /// Example:
+    /// Several ranks of a distributed job make one run: give --kineto once per rank (or a
+    /// directory of per-rank traces), or --nsys once per rank. Each rank is ingested on its
+    /// own core into runs/<id>/ranks/<rank>/ (a complete run with its timeline); the run's
+    /// own bundle pools them and holds the rank table, clock alignment, communication overlap
+    /// and skew. Ranks come from each trace's distributedInfo (the PyTorch profiler's), else
+    /// the order given.
+    ///
+    /// Examples:
     ///   llmprof ingest --nsys run.sqlite --kineto trace.json.gz --ncu ncu.csv \
     ///       --model-config config.json --label qwen2-h200
+    ///   llmprof ingest --kineto traces/ --parallel-degree 2 --label tp2
     #[command(verbatim_doc_comment)]
     Ingest(IngestArgs),
+    /// Merge single-rank runs of one distributed job into one multi-rank run.
+    ///
+    /// For jobs too large for one machine: ingest each rank where its trace is (a scheduler's
+    /// array job, `llmprof ingest --kineto rank-R.json --out per-rank/`), gather the per-rank
+    /// run directories (bundle and timeline, not the raw traces) and merge them here. Ranks
+    /// come from each run's distributedInfo, else the order given.
+    ///
+    /// Example: llmprof merge per-rank/* --parallel-degree 8 --label llama70b-tp8
+    #[command(verbatim_doc_comment)]
+    Merge(MergeArgs),
     /// Print a run's stage, kernel and operator tables.
     ///
     /// Example: llmprof show runs/20261121-235636-qwen2-h200
@@ -354,12 +372,14 @@ pub struct AnalyzeArgs {
 #[derive(Debug, Args)]
 pub struct IngestArgs {
     /// Nsight Systems export: `nsys export --type sqlite` output (.sqlite, or .sqlite.gz). A
-    /// .nsys-rep report is exported first when `nsys` is on PATH.
+    /// .nsys-rep report is exported first when `nsys` is on PATH. Repeat it for one export per
+    /// rank (paired in order with --kineto when both are repeated).
     #[arg(long, value_name = "FILE")]
-    pub nsys: Option<PathBuf>,
-    /// PyTorch profiler chrome trace (`prof.export_chrome_trace`), .json or .json.gz.
-    #[arg(long, value_name = "FILE")]
-    pub kineto: Option<PathBuf>,
+    pub nsys: Vec<PathBuf>,
+    /// PyTorch profiler chrome trace (`prof.export_chrome_trace`), .json or .json.gz. Repeat
+    /// it, or give a directory of traces (*.json, *.json.gz), for one trace per rank.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub kineto: Vec<PathBuf>,
     /// Nsight Compute CSV (`ncu --csv --page raw|details`, or `--print-details`/`--section`
     /// exports), or a directory of them. Repeatable.
     #[arg(long, value_name = "FILE|DIR")]
@@ -375,35 +395,128 @@ pub struct IngestArgs {
     /// Directory that receives the run directory.
     #[arg(long, value_name = "DIR", default_value = "runs")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub ranks: RankArgs,
+}
+
+/// Flags of runs with several ranks.
+#[derive(Debug, Args, Clone)]
+pub struct RankArgs {
+    /// Tensor-/expert-parallel degree: the GPUs one model instance is split over. MFU across
+    /// ranks divides the model's FLOPs by this many GPUs' peak. Without it a multi-rank run
+    /// assumes every rank runs the whole model (data parallel, degree 1) and says so.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub parallel_degree: Option<u32>,
+    /// Ranks ingested at once (default: every core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub jobs: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Single-rank run directories (written by `llmprof ingest` or `llmprof capture`), one
+    /// per rank.
+    #[arg(value_name = "RUN_DIR", required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+    /// A label for the merged run.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Directory that receives the run directory.
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub ranks: RankArgs,
 }
 
 /// What `llmprof ingest` does, validated.
 #[derive(Debug)]
 pub struct IngestConfig {
     pub request: llmprof_ingest::IngestRequest,
+    /// One request per rank when several traces of one kind were given.
+    pub ranks: Vec<llmprof_ingest::IngestRequest>,
+    pub rank_args: RankArgs,
     pub out: PathBuf,
 }
 
 impl IngestArgs {
-    pub fn into_config(self) -> IngestConfig {
-        IngestConfig {
-            request: llmprof_ingest::IngestRequest {
-                nsys: self.nsys,
-                kineto: self.kineto,
-                ncu: self.ncu,
-                model_config: self.model_config,
-                metadata: self.workload.metadata.clone(),
-                label: self.label.filter(|l| !l.trim().is_empty()),
-                workload: self.workload.flags(),
-                peak_tflops: self.workload.peak_tflops,
-                peak_gbps: self.workload.peak_gbps,
-                stage_names: Vec::new(),
-                warmup_instances: self.workload.warmup_instances,
-                relative_to: None,
-            },
-            out: self.out,
+    /// The request, and one per rank when --kineto or --nsys name several traces.
+    pub fn into_config(self) -> anyhow::Result<IngestConfig> {
+        let kineto = expand_trace_dirs(&self.kineto)?;
+        let nsys = self.nsys.clone();
+        let n = kineto.len().max(nsys.len());
+        if kineto.len() > 1 && nsys.len() > 1 && kineto.len() != nsys.len() {
+            anyhow::bail!(
+                "{} --kineto traces but {} --nsys exports: with one of each per rank give as \
+                 many of both, in the same rank order",
+                kineto.len(),
+                nsys.len()
+            );
         }
+        let base = llmprof_ingest::IngestRequest {
+            nsys: nsys.first().cloned(),
+            kineto: kineto.first().cloned(),
+            ncu: self.ncu.clone(),
+            model_config: self.model_config,
+            metadata: self.workload.metadata.clone(),
+            label: self.label.filter(|l| !l.trim().is_empty()),
+            workload: self.workload.flags(),
+            peak_tflops: self.workload.peak_tflops,
+            peak_gbps: self.workload.peak_gbps,
+            stage_names: Vec::new(),
+            warmup_instances: self.workload.warmup_instances,
+            relative_to: None,
+        };
+        let ranks = if n > 1 {
+            (0..n)
+                .map(|i| llmprof_ingest::IngestRequest {
+                    nsys: nsys.get(i).cloned(),
+                    kineto: kineto.get(i).cloned(),
+                    // Nsight Compute profiles one rank: joined to the first input given.
+                    ncu: if i == 0 { self.ncu.clone() } else { Vec::new() },
+                    ..base.clone()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(IngestConfig {
+            request: base,
+            ranks,
+            rank_args: self.ranks,
+            out: self.out,
+        })
     }
+}
+
+/// `--kineto` paths with each directory replaced by the traces in it (`*.json`, `*.json.gz`,
+/// sorted by name).
+fn expand_trace_dirs(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let read = std::fs::read_dir(p)
+            .map_err(|e| anyhow::anyhow!("trace directory `{}`: cannot read ({e})", p.display()))?;
+        let mut found: Vec<PathBuf> = read
+            .flatten()
+            .map(|e| e.path())
+            .filter(|f| {
+                let name = f.file_name().map(|n| n.to_string_lossy().to_string());
+                f.is_file() && name.is_some_and(|n| n.ends_with(".json") || n.ends_with(".json.gz"))
+            })
+            .collect();
+        if found.is_empty() {
+            anyhow::bail!(
+                "trace directory `{}`: holds no PyTorch profiler trace (*.json, *.json.gz)",
+                p.display()
+            );
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,9 @@ use llmprof_report::fmt::thousands;
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub fn run(cfg: IngestConfig) -> Result<()> {
+    if !cfg.ranks.is_empty() {
+        return crate::ranks_cmd::ingest(cfg.ranks, &cfg.rank_args, &cfg.out);
+    }
     let mut request = cfg.request;
     // A report must be exported to SQLite first; keep the temp dir alive for the ingest.
     let mut _export_dir = None;
@@ -113,7 +116,7 @@ fn progress() -> Option<ProgressBar> {
 }
 
 /// Exports `report` into `dir` with the `nsys` on PATH (or `$NSYS`) and returns the SQLite path.
-fn export_report(report: &Path, dir: &Path) -> Result<PathBuf> {
+pub(crate) fn export_report(report: &Path, dir: &Path) -> Result<PathBuf> {
     if !report.is_file() {
         bail!("nsys report `{}`: no such file", report.display());
     }

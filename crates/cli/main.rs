@@ -9,6 +9,7 @@ mod capture_cmd;
 mod diff_cmd;
 mod export_cmd;
 mod ingest_cmd;
+mod ranks_cmd;
 mod show;
 mod site_cmd;
 mod table;
@@ -20,7 +21,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {
-        args::Command::Ingest(a) => ingest_cmd::run(a.into_config()),
+        args::Command::Ingest(a) => a.into_config().and_then(ingest_cmd::run),
+        args::Command::Merge(a) => ranks_cmd::merge(a),
         args::Command::Show(a) => show::run(a.into_config()),
         args::Command::Analyze(a) => analyze_cmd::run(a),
         args::Command::Diff(a) => diff_cmd::run(a),

@@ -33,6 +33,29 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
     let r = RunReport::of(b, top);
     let mut s = String::new();
     header(b, &mut s);
+    if let Some(note) = &r.ranks_note {
+        section(&mut s, "Ranks", &r.ranks, width);
+        s.push_str(&wrap(note, width, 2));
+        if !r.skew.is_empty() {
+            section(
+                &mut s,
+                "Rank skew (median stage wall per rank)",
+                &r.skew,
+                width,
+            );
+        }
+    }
+    if !r.comm_windows.is_empty() {
+        section(
+            &mut s,
+            "Communication (exposed = no compute kernel beside it; idle = no compute kernel)",
+            &r.comm_windows,
+            width,
+        );
+    }
+    if !r.collectives.is_empty() {
+        section(&mut s, "Collectives", &r.collectives, width);
+    }
     section(
         &mut s,
         "Stages (NVTX ranges / record_function)",
@@ -275,7 +298,19 @@ fn header(b: &Bundle, s: &mut String) {
         s.push_str(&format!("  software  {}\n", sw.join(" · ")));
     }
     if let Some(d) = &e.distributed {
-        let line = llmprof_report::run::rank_line(d);
+        let line = match &b.ranks {
+            Some(r) => format!(
+                "{} of {} ranks, merged · {}",
+                r.ranks.len(),
+                r.world_size,
+                llmprof_report::run::rank_line(d)
+                    .split(" · ")
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join(" · ")
+            ),
+            None => llmprof_report::run::rank_line(d),
+        };
         s.push_str(&format!("  rank      {line}\n"));
     }
     if let Some(m) = &b.model {

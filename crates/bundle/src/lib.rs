@@ -798,7 +798,7 @@ pub struct KernelStage {
 
 /// One PyTorch operator name (`cpu_op` events), aggregated. See the module docs for which
 /// columns are self and which inclusive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Operator {
     pub name: String,
     pub calls: u64,
@@ -887,6 +887,13 @@ pub struct TimelineInfo {
     pub kernels: u64,
     pub mem_ops: u64,
     pub ranges: u64,
+    /// The timeline's `t0_ns` (source clock) and its UTC epoch ns, where the source records
+    /// its clock's epoch: what a multi-rank merge aligns ranks' clocks with. Absent in older
+    /// bundles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t0_ns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t0_epoch_ns: Option<i64>,
 }
 
 /// How serious a diagnostic is.

@@ -141,6 +141,9 @@ pub struct RankEntry {
     /// Idle without computation, by cause, over the whole trace.
     pub host_idle_ns: u64,
     pub other_idle_ns: u64,
+    /// The rank's collectives (its `communication.collectives`).
+    #[serde(default)]
+    pub collectives: Vec<Collective>,
 }
 
 /// One stage's time on every rank.

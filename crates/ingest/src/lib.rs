@@ -13,6 +13,7 @@ pub mod error;
 pub mod input;
 mod intern;
 pub mod kineto;
+pub mod merge;
 pub mod ncu;
 pub mod nsys;
 pub mod paths;
@@ -302,6 +303,8 @@ impl<'r> Assembly<'r> {
             kernels: parts.timeline.kernels.start.len() as u64,
             mem_ops: parts.timeline.mem_ops.start.len() as u64,
             ranges: parts.timeline.ranges.start.len() as u64,
+            t0_ns: Some(parts.timeline.t0_ns),
+            t0_epoch_ns: None,
         });
         let mut t = parts.timeline;
         // The timing source's facts come first: nsys is read before kineto.
@@ -310,6 +313,9 @@ impl<'r> Assembly<'r> {
             .first()
             .and_then(|f| f.clock_zero_epoch_ns)
             .map(|zero| zero.saturating_add(t.t0_ns));
+        if let Some(info) = &mut bundle.timeline {
+            info.t0_epoch_ns = t.t0_epoch_ns;
+        }
         let mut d = diags.finish();
         d.append(&mut bundle.diagnostics);
         bundle.diagnostics = d;

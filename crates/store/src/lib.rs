@@ -7,6 +7,8 @@
 //!     bundle.json                 the bundle (pretty JSON)
 //!     timeline.json[.gz]          the timeline side file, when the run has one
 //!     raw/                        a capture's artifacts (see [`retention`])
+//!     ranks/<rank>/               a multi-rank run: each rank's own run directory
+//!                                 (bundle.json, timeline.json), see [`RankedRunWriter`]
 //!   .tmp-<id>-<pid>/              a run being written: hidden, renamed into place when whole
 //!   .capture-<name>-<ms>/         a capture in progress (capture's working directory)
 //! ```
@@ -30,7 +32,7 @@ pub use read::{
     bundle_path, files_under, list_runs, read_bundle, read_bundle_text, read_launch_calls,
     read_timeline_text, timeline_path,
 };
-pub use write::{rewrite_bundle, write_run};
+pub use write::{rewrite_bundle, write_run, RankedRunWriter, RANKS_DIR};
 
 /// The directory of a run that holds a capture's raw artifacts.
 pub const RAW_DIR: &str = "raw";

@@ -46,6 +46,93 @@ pub fn write_run(
     result
 }
 
+/// The directory inside a multi-rank run that holds one run directory per rank.
+pub const RANKS_DIR: &str = "ranks";
+
+/// A multi-rank run being written: each rank's run directory (`ranks/<rank>/`, a complete
+/// single-rank run with its timeline) as soon as that rank is ingested — from any thread, so
+/// only one rank's timeline is in memory per worker — then the top-level bundle, and the whole
+/// renamed into place. Dropped before [`RankedRunWriter::finish`], it removes what it wrote.
+#[derive(Debug)]
+pub struct RankedRunWriter {
+    runs_dir: PathBuf,
+    tmp: PathBuf,
+    done: bool,
+}
+
+impl RankedRunWriter {
+    /// Starts a multi-rank run in a hidden directory of `runs_dir`.
+    pub fn begin(runs_dir: &Path) -> Result<Self, StoreError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let tmp = runs_dir.join(format!(".tmp-ranks-{}-{nanos}", std::process::id()));
+        fs::create_dir_all(tmp.join(RANKS_DIR)).map_err(|e| write_err(&tmp, e))?;
+        Ok(Self {
+            runs_dir: runs_dir.to_path_buf(),
+            tmp,
+            done: false,
+        })
+    }
+
+    /// Writes rank `rank`'s run directory; its bundle and timeline are named `rank-<rank>`.
+    pub fn write_rank(
+        &self,
+        rank: u32,
+        mut bundle: Bundle,
+        mut timeline: Option<Timeline>,
+    ) -> Result<(), StoreError> {
+        let id = format!("rank-{rank}");
+        bundle.run_id = id.clone();
+        if let Some(t) = &mut timeline {
+            t.run_id = id;
+        }
+        write_files(&self.rank_dir(rank), &bundle, timeline.as_ref())
+    }
+
+    /// Copies an existing single-rank run (`llmprof merge`): its bundle, rewritten as rank
+    /// `rank`'s, and its timeline and launch calls as they are (plain or gzip).
+    pub fn copy_rank(&self, rank: u32, run: &Path, mut bundle: Bundle) -> Result<(), StoreError> {
+        let dir = self.rank_dir(rank);
+        bundle.run_id = format!("rank-{rank}");
+        write_files(&dir, &bundle, None)?;
+        for name in [TIMELINE_FILE, LAUNCH_CALLS_FILE] {
+            for file in [name.to_string(), format!("{name}.gz")] {
+                let from = run.join(&file);
+                if from.is_file() {
+                    let to = dir.join(&file);
+                    fs::copy(&from, &to).map_err(|e| write_err(&to, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn rank_dir(&self, rank: u32) -> PathBuf {
+        self.tmp.join(RANKS_DIR).join(rank.to_string())
+    }
+
+    /// Writes the top-level bundle and renames the run into place as `<run-id>` (or
+    /// `<run-id>-2`, …); returns its directory.
+    pub fn finish(mut self, mut bundle: Bundle) -> Result<PathBuf, StoreError> {
+        let id = unique_id(&self.runs_dir, &bundle.run_id);
+        bundle.run_id = id.clone();
+        write_json(&self.tmp.join(BUNDLE_FILE), &bundle, true)?;
+        let dest = self.runs_dir.join(&id);
+        fs::rename(&self.tmp, &dest).map_err(|e| write_err(&dest, e))?;
+        self.done = true;
+        Ok(dest)
+    }
+}
+
+impl Drop for RankedRunWriter {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
 /// `base`, or `base-2`, `base-3`, ... when a run of that id exists.
 fn unique_id(runs_dir: &Path, base: &str) -> String {
     let mut id = base.to_string();

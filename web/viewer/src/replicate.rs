@@ -51,6 +51,8 @@ pub fn last_decode(
         kernels: out.kernels.start.len() as u64,
         mem_ops: out.mem_ops.start.len() as u64,
         ranges: out.ranges.start.len() as u64,
+        t0_ns: Some(out.t0_ns),
+        t0_epoch_ns: out.t0_epoch_ns,
     });
     Ok((b, out, copies))
 }

@@ -7,6 +7,7 @@ mod headline;
 mod kernels;
 mod launches;
 mod overview;
+mod ranks;
 mod stages;
 
 use llmprof_bundle::{Analysis, Bundle, Finding, Source, StageRole};
@@ -68,6 +69,14 @@ pub struct RunReport {
     pub graph_note: Option<String>,
     /// How the capture compiled the decode step, per pass.
     pub compile: TableView,
+    /// A multi-rank run's ranks: a note, one row per rank, the stage skew.
+    pub ranks_note: Option<String>,
+    pub ranks: TableView,
+    pub skew: TableView,
+    /// A rank's communication per window, and the collectives (of every rank in a
+    /// multi-rank run).
+    pub comm_windows: TableView,
+    pub collectives: TableView,
     /// The index page's row.
     pub index: IndexRow,
 }
@@ -127,6 +136,11 @@ impl RunReport {
             launches: launches::launch_table(b),
             graph_note: launches::graph_trace_note(b),
             compile: launches::compile_table(b),
+            ranks_note: ranks::ranks_note(b),
+            ranks: ranks::rank_table(b),
+            skew: ranks::skew_table(b),
+            comm_windows: ranks::comm_windows(b),
+            collectives: ranks::collectives(b),
             index: IndexRow::of(b),
             model,
             device,

@@ -1,0 +1,208 @@
+//! Multi-rank runs: `llmprof ingest` with a trace per rank (each rank ingested on its own
+//! worker and written as soon as it is done), and `llmprof merge` of single-rank runs.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use llmprof_bundle::Bundle;
+use llmprof_ingest::merge::{self, RankInput};
+use llmprof_ingest::{IngestRequest, Ingested};
+use llmprof_report::fmt::thousands;
+use llmprof_store::RankedRunWriter;
+
+use crate::args::{MergeArgs, RankArgs};
+
+/// Ingests one request per rank in parallel, writes each rank as it finishes, then the run.
+pub fn ingest(requests: Vec<IngestRequest>, args: &RankArgs, out: &Path) -> Result<()> {
+    let started = Instant::now();
+    let writer = RankedRunWriter::begin(out)?;
+    let claimed: Mutex<HashMap<u32, String>> = Mutex::new(HashMap::new());
+    let total = requests.len();
+    let done = AtomicUsize::new(0);
+    let inputs = parallel(&requests, jobs(args, total), |i, req| {
+        let origin = origin_of(req);
+        let t = Instant::now();
+        let ingested = ingest_one(req).with_context(|| format!("rank input {origin}"))?;
+        let rank = rank_of(&ingested.bundle, i);
+        claim(&claimed, rank, &origin)?;
+        let Ingested {
+            mut bundle,
+            timeline,
+        } = ingested;
+        bundle.analysis = Some(llmprof_analysis::analyze(&bundle));
+        let summary = (bundle.totals.kernels, t.elapsed().as_secs_f64());
+        writer.write_rank(rank, bundle.clone(), timeline)?;
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        eprintln!(
+            "[{n}/{total}] rank {rank}: {origin}: {} kernels in {:.2} s",
+            thousands(summary.0),
+            summary.1
+        );
+        Ok(RankInput { bundle, origin })
+    })?;
+    finish(writer, inputs, args, None, started)
+}
+
+/// `llmprof merge`: single-rank runs into one multi-rank run.
+pub fn merge(args: MergeArgs) -> Result<()> {
+    let started = Instant::now();
+    let writer = RankedRunWriter::begin(&args.out)?;
+    let claimed: Mutex<HashMap<u32, String>> = Mutex::new(HashMap::new());
+    let inputs = parallel(&args.runs, jobs(&args.ranks, args.runs.len()), |i, run| {
+        let bundle = llmprof_store::read_bundle(run)?;
+        if bundle.ranks.is_some() {
+            bail!(
+                "run `{}` is a multi-rank run already: merge its ranks/<rank> directories instead",
+                run.display()
+            );
+        }
+        let origin = run.display().to_string();
+        let rank = rank_of(&bundle, i);
+        claim(&claimed, rank, &origin)?;
+        writer.copy_rank(rank, run, bundle.clone())?;
+        Ok(RankInput { bundle, origin })
+    })?;
+    let label = args.label.filter(|l| !l.trim().is_empty());
+    finish(writer, inputs, &args.ranks, label, started)
+}
+
+/// Merges the ranks, analyses the run and renames it into place.
+fn finish(
+    writer: RankedRunWriter,
+    inputs: Vec<RankInput>,
+    args: &RankArgs,
+    label: Option<String>,
+    started: Instant,
+) -> Result<()> {
+    let n = inputs.len();
+    let degree = args
+        .parallel_degree
+        .map(|d| (d, "--parallel-degree flag".to_string()));
+    let mut bundle: Bundle = merge::merge(inputs, degree)?;
+    if label.is_some() {
+        bundle.label = label;
+        bundle.run_id = llmprof_store::run_id(&bundle);
+    }
+    bundle.analysis = Some(llmprof_analysis::analyze(&bundle));
+    let missing = bundle.ranks.as_ref().map_or(0, |r| r.missing.len());
+    let dir = writer.finish(bundle)?;
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "merged {n} ranks in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    if missing > 0 {
+        let _ = write!(
+            err,
+            "; {missing} rank(s) of the world missing, see Diagnostics"
+        );
+    }
+    let _ = writeln!(err, "\nnext: llmprof show {}", dir.display());
+    writeln!(std::io::stdout().lock(), "{}", dir.display())?;
+    Ok(())
+}
+
+/// One rank's ingest; a `.nsys-rep` is exported first.
+fn ingest_one(req: &IngestRequest) -> Result<Ingested> {
+    let mut req = req.clone();
+    let mut _dir = None;
+    if let Some(path) = req
+        .nsys
+        .clone()
+        .filter(|p| llmprof_capture::nsys_export::is_report(p))
+    {
+        let dir = tempfile::tempdir().context("creating a temporary directory")?;
+        req.nsys = Some(crate::ingest_cmd::export_report(&path, dir.path())?);
+        _dir = Some(dir);
+    }
+    Ok(llmprof_ingest::ingest(&req, &mut |_| {})?)
+}
+
+/// The rank a trace states, else its position among the inputs.
+fn rank_of(bundle: &Bundle, position: usize) -> u32 {
+    bundle
+        .environment
+        .distributed
+        .as_ref()
+        .map_or(position as u32, |d| d.rank)
+}
+
+/// Refuses a second input of the same rank before anything of it is written.
+fn claim(claimed: &Mutex<HashMap<u32, String>>, rank: u32, origin: &str) -> Result<()> {
+    let mut map = claimed
+        .lock()
+        .map_err(|_| anyhow!("a rank worker failed"))?;
+    if let Some(first) = map.get(&rank) {
+        bail!("{first} and {origin} are both rank {rank}: give each rank once");
+    }
+    map.insert(rank, origin.to_string());
+    Ok(())
+}
+
+/// A rank input's files, for messages.
+fn origin_of(req: &IngestRequest) -> String {
+    let files: Vec<String> = [&req.kineto, &req.nsys]
+        .into_iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect();
+    files.join(" + ")
+}
+
+fn jobs(args: &RankArgs, n: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    (args.jobs.map_or(cores, |j| j as usize)).clamp(1, n.max(1))
+}
+
+/// Runs `work` over `items` on `jobs` threads, results in input order; the first error stops
+/// the workers from taking more items and is returned.
+fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    work: impl Fn(usize, &T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let next = AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let results: Mutex<Vec<Option<Result<R>>>> =
+        Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= items.len() || failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let r = work(i, &items[i]);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                if let Ok(mut v) = results.lock() {
+                    v[i] = Some(r);
+                }
+            });
+        }
+    });
+    let results = results
+        .into_inner()
+        .map_err(|_| anyhow!("a rank worker failed"))?;
+    let mut out = Vec::with_capacity(items.len());
+    let mut first_err = None;
+    for r in results.into_iter().flatten() {
+        match r {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}

@@ -12,6 +12,7 @@ mod export;
 mod kineto_trace;
 mod nsys_stats_match;
 mod python_package;
+mod ranks;
 mod run_hygiene;
 mod site;
 mod site_browser;

@@ -21,15 +21,14 @@ use crate::args::{MergeArgs, RankArgs};
 pub fn ingest(requests: Vec<IngestRequest>, args: &RankArgs, out: &Path) -> Result<()> {
     let started = Instant::now();
     let writer = RankedRunWriter::begin(out)?;
-    let claimed: Mutex<HashMap<u32, String>> = Mutex::new(HashMap::new());
+    let claimed = Claims::default();
     let total = requests.len();
     let done = AtomicUsize::new(0);
     let inputs = parallel(&requests, jobs(args, total), |i, req| {
         let origin = origin_of(req);
         let t = Instant::now();
         let ingested = ingest_one(req).with_context(|| format!("rank input {origin}"))?;
-        let rank = rank_of(&ingested.bundle, i);
-        claim(&claimed, rank, &origin)?;
+        let rank = claimed.claim(&ingested.bundle, i, &origin)?;
         let Ingested {
             mut bundle,
             timeline,
@@ -52,7 +51,7 @@ pub fn ingest(requests: Vec<IngestRequest>, args: &RankArgs, out: &Path) -> Resu
 pub fn merge(args: MergeArgs) -> Result<()> {
     let started = Instant::now();
     let writer = RankedRunWriter::begin(&args.out)?;
-    let claimed: Mutex<HashMap<u32, String>> = Mutex::new(HashMap::new());
+    let claimed = Claims::default();
     let inputs = parallel(&args.runs, jobs(&args.ranks, args.runs.len()), |i, run| {
         let bundle = llmprof_store::read_bundle(run)?;
         if bundle.ranks.is_some() {
@@ -62,8 +61,7 @@ pub fn merge(args: MergeArgs) -> Result<()> {
             );
         }
         let origin = run.display().to_string();
-        let rank = rank_of(&bundle, i);
-        claim(&claimed, rank, &origin)?;
+        let rank = claimed.claim(&bundle, i, &origin)?;
         writer.copy_rank(rank, run, bundle.clone())?;
         Ok(RankInput { bundle, origin })
     })?;
@@ -124,25 +122,38 @@ fn ingest_one(req: &IngestRequest) -> Result<Ingested> {
     Ok(llmprof_ingest::ingest(&req, &mut |_| {})?)
 }
 
-/// The rank a trace states, else its position among the inputs.
-fn rank_of(bundle: &Bundle, position: usize) -> u32 {
-    bundle
-        .environment
-        .distributed
-        .as_ref()
-        .map_or(position as u32, |d| d.rank)
-}
+/// The ranks taken so far: each with the input that took it and whether its trace named it.
+#[derive(Default)]
+struct Claims(Mutex<HashMap<u32, (String, bool)>>);
 
-/// Refuses a second input of the same rank before anything of it is written.
-fn claim(claimed: &Mutex<HashMap<u32, String>>, rank: u32, origin: &str) -> Result<()> {
-    let mut map = claimed
-        .lock()
-        .map_err(|_| anyhow!("a rank worker failed"))?;
-    if let Some(first) = map.get(&rank) {
-        bail!("{first} and {origin} are both rank {rank}: give each rank once");
+impl Claims {
+    /// The rank a trace states (else its position among the inputs), refused when another
+    /// input took it already — before anything of it is written.
+    fn claim(&self, bundle: &Bundle, position: usize, origin: &str) -> Result<u32> {
+        let stated = bundle.environment.distributed.as_ref().map(|d| d.rank);
+        let rank = stated.unwrap_or(position as u32);
+        let mut map = self.0.lock().map_err(|_| anyhow!("a rank worker failed"))?;
+        match map.get(&rank) {
+            Some((first, named)) if *named != stated.is_some() => {
+                let (without, with) = if stated.is_some() {
+                    (first.as_str(), origin)
+                } else {
+                    (origin, first.as_str())
+                };
+                bail!(merge::MergeError::MixedRanking {
+                    origin: without.to_string(),
+                    other: with.to_string(),
+                })
+            }
+            Some((first, _)) => {
+                bail!("{first} and {origin} are both rank {rank}: give each rank once")
+            }
+            None => {
+                map.insert(rank, (origin.to_string(), stated.is_some()));
+                Ok(rank)
+            }
+        }
     }
-    map.insert(rank, origin.to_string());
-    Ok(())
 }
 
 /// A rank input's files, for messages.

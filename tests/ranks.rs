@@ -3,6 +3,7 @@
 //! job). They are training traces: the checks are what is true of any trace — counts and
 //! times equal the trace's own events, overlap equals an independent sweep — not
 //! inference-shaped expectations.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 

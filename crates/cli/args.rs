@@ -324,6 +324,12 @@ pub struct WorkloadArgs {
     /// for a plain forward call. Default: 1.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub prefill_logits: Option<u64>,
+    /// Tensor-/expert-parallel degree: the GPUs one model instance is split over (metadata
+    /// key `parallel_degree`). MFU and MBU divide the model's FLOPs and bytes by this many
+    /// GPUs' peak. Without it a multi-rank run counts every rank as running the whole model
+    /// (data parallel) and says so.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub parallel_degree: Option<u64>,
     /// Peak dense TFLOP/s to compute MFU against, instead of the datasheet table.
     #[arg(long, value_name = "X", value_parser = positive_f64)]
     pub peak_tflops: Option<f64>,
@@ -353,6 +359,7 @@ impl WorkloadArgs {
             image_tokens: self.image_tokens,
             decode_steps: self.decode_steps.clone(),
             prefill_logits: self.prefill_logits,
+            parallel_degree: self.parallel_degree,
         }
     }
 }
@@ -402,11 +409,6 @@ pub struct IngestArgs {
 /// Flags of runs with several ranks.
 #[derive(Debug, Args, Clone)]
 pub struct RankArgs {
-    /// Tensor-/expert-parallel degree: the GPUs one model instance is split over. MFU across
-    /// ranks divides the model's FLOPs by this many GPUs' peak. Without it a multi-rank run
-    /// assumes every rank runs the whole model (data parallel, degree 1) and says so.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
-    pub parallel_degree: Option<u32>,
     /// Ranks ingested at once (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub jobs: Option<u32>,
@@ -421,6 +423,10 @@ pub struct MergeArgs {
     /// A label for the merged run.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    /// Tensor-/expert-parallel degree (see `llmprof ingest --help`); replaces what the
+    /// per-rank runs recorded.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub parallel_degree: Option<u64>,
     /// Directory that receives the run directory.
     #[arg(long, value_name = "DIR", default_value = "runs")]
     pub out: PathBuf,

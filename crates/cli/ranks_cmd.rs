@@ -44,7 +44,7 @@ pub fn ingest(requests: Vec<IngestRequest>, args: &RankArgs, out: &Path) -> Resu
         );
         Ok(RankInput { bundle, origin })
     })?;
-    finish(writer, inputs, args, None, started)
+    finish(writer, inputs, None, started)
 }
 
 /// `llmprof merge`: single-rank runs into one multi-rank run.
@@ -53,7 +53,11 @@ pub fn merge(args: MergeArgs) -> Result<()> {
     let writer = RankedRunWriter::begin(&args.out)?;
     let claimed = Claims::default();
     let inputs = parallel(&args.runs, jobs(&args.ranks, args.runs.len()), |i, run| {
-        let bundle = llmprof_store::read_bundle(run)?;
+        let mut bundle = llmprof_store::read_bundle(run)?;
+        if let Some(d) = args.parallel_degree {
+            let w = bundle.workload.get_or_insert_with(Default::default);
+            w.parallel_degree = Some(llmprof_bundle::Sourced::new(d, "--parallel-degree flag"));
+        }
         if bundle.ranks.is_some() {
             bail!(
                 "run `{}` is a multi-rank run already: merge its ranks/<rank> directories instead",
@@ -62,26 +66,25 @@ pub fn merge(args: MergeArgs) -> Result<()> {
         }
         let origin = run.display().to_string();
         let rank = claimed.claim(&bundle, i, &origin)?;
+        if args.parallel_degree.is_some() {
+            bundle.analysis = Some(llmprof_analysis::analyze(&bundle));
+        }
         writer.copy_rank(rank, run, bundle.clone())?;
         Ok(RankInput { bundle, origin })
     })?;
     let label = args.label.filter(|l| !l.trim().is_empty());
-    finish(writer, inputs, &args.ranks, label, started)
+    finish(writer, inputs, label, started)
 }
 
 /// Merges the ranks, analyses the run and renames it into place.
 fn finish(
     writer: RankedRunWriter,
     inputs: Vec<RankInput>,
-    args: &RankArgs,
     label: Option<String>,
     started: Instant,
 ) -> Result<()> {
     let n = inputs.len();
-    let degree = args
-        .parallel_degree
-        .map(|d| (d, "--parallel-degree flag".to_string()));
-    let mut bundle: Bundle = merge::merge(inputs, degree)?;
+    let mut bundle: Bundle = merge::merge(inputs)?;
     if label.is_some() {
         bundle.label = label;
         bundle.run_id = llmprof_store::run_id(&bundle);
@@ -124,13 +127,19 @@ fn ingest_one(req: &IngestRequest) -> Result<Ingested> {
 
 /// The ranks taken so far: each with the input that took it and whether its trace named it.
 #[derive(Default)]
-struct Claims(Mutex<HashMap<u32, (String, bool)>>);
+struct Claims(
+    Mutex<HashMap<u32, (String, bool)>>,
+    Mutex<Option<(u32, String)>>,
+);
 
 impl Claims {
     /// The rank a trace states (else its position among the inputs), refused when another
     /// input took it already — before anything of it is written.
     fn claim(&self, bundle: &Bundle, position: usize, origin: &str) -> Result<u32> {
         let stated = bundle.environment.distributed.as_ref().map(|d| d.rank);
+        if let Some(d) = &bundle.environment.distributed {
+            self.same_world(d.world_size, d.rank, origin)?;
+        }
         let rank = stated.unwrap_or(position as u32);
         let mut map = self.0.lock().map_err(|_| anyhow!("a rank worker failed"))?;
         match map.get(&rank) {
@@ -151,6 +160,24 @@ impl Claims {
             None => {
                 map.insert(rank, (origin.to_string(), stated.is_some()));
                 Ok(rank)
+            }
+        }
+    }
+}
+
+impl Claims {
+    /// Refuses a rank whose world size differs from the first rank's: another job.
+    fn same_world(&self, world: u32, rank: u32, origin: &str) -> Result<()> {
+        let mut first = self.1.lock().map_err(|_| anyhow!("a rank worker failed"))?;
+        match &*first {
+            Some((w, o)) if *w != world => bail!(
+                "{o} is from a job of {w} ranks but {origin} (rank {rank}) from one of {world}: \
+                 these traces come from different jobs"
+            ),
+            Some(_) => Ok(()),
+            None => {
+                *first = Some((world, origin.to_string()));
+                Ok(())
             }
         }
     }

@@ -298,19 +298,7 @@ fn header(b: &Bundle, s: &mut String) {
         s.push_str(&format!("  software  {}\n", sw.join(" · ")));
     }
     if let Some(d) = &e.distributed {
-        let line = match &b.ranks {
-            Some(r) => format!(
-                "{} of {} ranks, merged · {}",
-                r.ranks.len(),
-                r.world_size,
-                llmprof_report::run::rank_line(d)
-                    .split(" · ")
-                    .skip(1)
-                    .collect::<Vec<_>>()
-                    .join(" · ")
-            ),
-            None => llmprof_report::run::rank_line(d),
-        };
+        let line = llmprof_report::run::run_rank_line(b, d);
         s.push_str(&format!("  rank      {line}\n"));
     }
     if let Some(m) = &b.model {

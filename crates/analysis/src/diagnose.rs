@@ -78,6 +78,7 @@ pub fn findings(
     if let Some(f) = throttling(bundle) {
         out.push(f);
     }
+    out.extend(crate::communication::findings(bundle));
     if let Some(f) = utilization(bundle, src) {
         out.push(f);
     }

@@ -3,6 +3,7 @@
 //! evidence. Pure computation on bundle types: no I/O, and no number that is not computed
 //! from a measurement or the model config.
 
+pub mod communication;
 pub mod diagnose;
 
 pub mod kernels;
@@ -58,7 +59,7 @@ pub fn analyze(bundle: &Bundle) -> Analysis {
     }
     let dtype = model.as_ref().map_or("bf16", |m| m.compute_dtype());
     match peaks::peak(bundle.device.as_ref(), dtype, bundle.calibration.as_ref()) {
-        Ok(p) => a.peak = Some(p),
+        Ok(p) => a.peak = Some(peaks::across_gpus(p, bundle)),
         Err(why) => a.peak_note = Some(why),
     }
     let model_ref = model.as_ref().map_err(String::as_str);

@@ -45,6 +45,10 @@ pub struct Workload {
     /// (`logits_to_keep=1`), the prompt length for a plain forward call.
     #[serde(default)]
     pub prefill_logits: Option<Sourced<u64>>,
+    /// The tensor-/expert-parallel degree: how many GPUs one model instance is split over.
+    /// MFU and MBU divide by this many GPUs' peak (absent: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_degree: Option<Sourced<u64>>,
 }
 
 impl Workload {
@@ -156,6 +160,9 @@ pub struct RunMetadata {
     pub decode_steps: Option<Vec<u64>>,
     #[serde(default)]
     pub prefill_logits: Option<u64>,
+    /// Tensor-/expert-parallel degree (`parallel_degree`).
+    #[serde(default)]
+    pub parallel_degree: Option<u64>,
     /// Stage name -> FLOPs of one instance, as counted by the workload.
     #[serde(default)]
     pub counted_flops: BTreeMap<String, f64>,

@@ -22,11 +22,13 @@
 mod compare;
 mod draw;
 mod nvml;
+mod ranks;
 mod roofline;
 mod run;
 
 pub use compare::{compare_category_mix, compare_stages};
 pub use nvml::nvml_timeline;
+pub use ranks::rank_skew;
 pub use roofline::roofline;
 pub use run::{category_share, speed_of_light, stage_breakdown, top_kernels};
 

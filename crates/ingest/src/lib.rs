@@ -72,6 +72,8 @@ pub struct WorkloadFlags {
     /// One entry per decode-stage instance, or one for all.
     pub decode_steps: Vec<u64>,
     pub prefill_logits: Option<u64>,
+    /// `--parallel-degree`: the GPUs one model instance is split over.
+    pub parallel_degree: Option<u64>,
 }
 
 /// A bundle and its timeline, not yet written anywhere.

@@ -10,14 +10,14 @@
 use std::collections::HashMap;
 
 use llmprof_bundle::{
-    Bundle, Diagnostic, Distribution, Kernel, KernelStage, Operator, OperatorStage, RankEntry,
-    RankSet, Severity, Source, Stage, StageSkew, Totals,
+    Bundle, CommWindow, Communication, Diagnostic, Distribution, Kernel, KernelStage, Operator,
+    OperatorStage, RankEntry, RankSet, Severity, Source, Stage, StageSkew, Totals,
 };
 
 /// How the top-level tables combine the ranks ([`RankSet::aggregation`]).
 pub const AGGREGATION: &str = "stage instances of every rank pooled (times on rank 0's clock), \
-    so a stage's count, median and interval are over all ranks' instances; kernel, operator and \
-    total counts and times summed over ranks, kernel minimum and maximum over all ranks, mean \
+    so a stage's count, median and interval are over all ranks' instances; kernel, operator, \
+    communication and total counts and times summed over ranks, kernel minimum and maximum over all ranks, mean \
     and standard deviation pooled exactly, the median the median of the ranks' medians; \
     Nsight Compute rows from the rank that has them. Each rank's own tables and timeline are \
     in its directory, ranks/<rank>/";
@@ -166,12 +166,9 @@ fn clock_zero(b: &Bundle) -> Option<i64> {
     Some(t.t0_epoch_ns? - t.t0_ns?)
 }
 
-/// Merges ranks into the run's top-level bundle (its `ranks` filled, no timeline of its own).
-/// `parallel_degree`: the tensor-/expert-parallel degree and where it came from, when known.
-pub fn merge(
-    mut inputs: Vec<RankInput>,
-    parallel_degree: Option<(u32, String)>,
-) -> Result<Bundle, MergeError> {
+/// Merges ranks into the run's top-level bundle (its `ranks` filled, no timeline of its own);
+/// the parallel degree is rank 0's `workload.parallel_degree`.
+pub fn merge(mut inputs: Vec<RankInput>) -> Result<Bundle, MergeError> {
     if inputs.len() < 2 {
         return Err(MergeError::TooFew);
     }
@@ -229,7 +226,13 @@ pub fn merge(
     }
     let skew = skew(&sorted);
     tables.finish(&mut out);
-    let (degree, degree_source) = parallel_degree.unzip();
+    let degree = out
+        .workload
+        .as_ref()
+        .and_then(|w| w.parallel_degree.clone());
+    let (degree, degree_source) = degree
+        .map(|d| (u32::try_from(d.value).unwrap_or(u32::MAX), d.source))
+        .unzip();
     out.ranks = Some(RankSet {
         world_size: world,
         ranks: entries,
@@ -367,6 +370,8 @@ struct Tables {
     operator_ids: HashMap<String, usize>,
     operators: Vec<Operator>,
     totals: Totals,
+    /// Communication windows by name, summed over ranks.
+    windows: Vec<CommWindow>,
 }
 
 /// What pools a kernel row's mean and standard deviation exactly, and its median roughly.
@@ -395,6 +400,10 @@ impl Tables {
             }
         }
         self.totals(b);
+        let windows = b.communication.as_ref().map_or(&[][..], |c| &c.windows[..]);
+        for w in windows {
+            self.add_window(w, &map);
+        }
         for k in &b.kernels {
             self.add_kernel(k, &map);
         }
@@ -460,6 +469,31 @@ impl Tables {
         t.graph_kernels += s.graph_kernels;
         t.graph_launches += s.graph_launches;
         t.graph_trace = t.graph_trace.or(s.graph_trace);
+    }
+
+    fn add_window(&mut self, w: &CommWindow, map: &dyn Fn(u32) -> u32) {
+        let stage = w.stage.map(map);
+        let Some(m) = self
+            .windows
+            .iter_mut()
+            .find(|m| m.stage == stage && m.name == w.name)
+        else {
+            self.windows.push(CommWindow { stage, ..w.clone() });
+            return;
+        };
+        m.instances += w.instances;
+        m.window_ns += w.window_ns;
+        m.comm_ns += w.comm_ns;
+        m.compute_ns += w.compute_ns;
+        m.exposed_comm_ns += w.exposed_comm_ns;
+        m.comm_wait_ns += w.comm_wait_ns;
+        m.host_ns += w.host_ns;
+        m.other_ns += w.other_ns;
+        m.overlap_pct = if m.comm_ns == 0 {
+            0.0
+        } else {
+            (m.comm_ns - m.exposed_comm_ns) as f64 * 100.0 / m.comm_ns as f64
+        };
     }
 
     fn add_kernel(&mut self, k: &Kernel, map: &dyn Fn(u32) -> u32) {
@@ -591,6 +625,12 @@ impl Tables {
         out.operators = self.operators;
         out.stages = self.stages;
         out.totals = self.totals;
+        if !self.windows.is_empty() {
+            out.communication = Some(Communication {
+                collectives: Vec::new(),
+                windows: self.windows,
+            });
+        }
         crate::ncu::join_ncu(&mut out.kernels, &mut out.ncu);
     }
 }

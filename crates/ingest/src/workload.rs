@@ -18,6 +18,7 @@ pub(crate) fn from_inferred(i: &InferredWorkload) -> Workload {
         image_tokens: None,
         decode_steps: i.decode_steps.clone().map(|v| Sourced::new(v, INFERRED)),
         prefill_logits: i.prefill_logits.map(s),
+        parallel_degree: None,
     }
 }
 
@@ -98,6 +99,13 @@ fn workload(
             meta.and_then(|m| m.prefill_logits),
             meta_src,
             base.prefill_logits,
+        ),
+        parallel_degree: pick(
+            flags.parallel_degree,
+            "--parallel-degree",
+            meta.and_then(|m| m.parallel_degree),
+            meta_src,
+            base.parallel_degree,
         ),
     };
     (w != Workload::default()).then_some(w)

@@ -25,6 +25,7 @@ pub struct RunCharts {
     pub sol: Option<Svg>,
     pub nvml: Option<Svg>,
     pub roofline: Option<Svg>,
+    pub skew: Option<Svg>,
 }
 
 fn charts_of(b: &Bundle) -> RunCharts {
@@ -35,6 +36,7 @@ fn charts_of(b: &Bundle) -> RunCharts {
         sol: llmprof_charts::speed_of_light(b).map(Safe),
         nvml: llmprof_charts::nvml_timeline(b).map(Safe),
         roofline: llmprof_charts::roofline(b).map(Safe),
+        skew: llmprof_charts::rank_skew(b).map(Safe),
     }
 }
 

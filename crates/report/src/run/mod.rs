@@ -16,7 +16,7 @@ use crate::table::TableView;
 
 pub use capture::CaptureReport;
 pub use launches::graph_trace_note;
-pub use overview::rank_line;
+pub use overview::{rank_line, run_rank_line};
 
 /// Everything a run page, `report.md` and `llmprof show` show of one run.
 #[derive(Debug, Clone)]

@@ -65,12 +65,31 @@ pub(super) fn environment(b: &Bundle) -> TableView {
         env.push(vec!["CPU cores".into(), n.to_string()]);
     }
     if let Some(d) = &e.distributed {
-        env.push(vec!["Rank".into(), rank_line(d)]);
+        env.push(vec!["Rank".into(), run_rank_line(b, d)]);
     }
     for t in &e.tools {
         env.push(vec![t.name.clone(), t.version.clone()]);
     }
     env
+}
+
+/// The rank line of a run: [`rank_line`] of a single-rank bundle; `2 of 128 ranks, merged ·
+/// nccl · …` of a multi-rank run's top-level bundle.
+pub fn run_rank_line(b: &Bundle, d: &llmprof_bundle::Distributed) -> String {
+    let line = rank_line(d);
+    match &b.ranks {
+        Some(r) => {
+            let rest: Vec<&str> = line.split(" · ").skip(1).collect();
+            let mut parts = vec![format!(
+                "{} of {} ranks, merged",
+                r.ranks.len(),
+                r.world_size
+            )];
+            parts.extend(rest.iter().map(|s| s.to_string()));
+            parts.join(" · ")
+        }
+        None => line,
+    }
 }
 
 /// `rank 0 of 2 · nccl · NCCL 2.17.1 · 1 process group (default_pg: ranks 0, 1)`.

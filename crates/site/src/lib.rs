@@ -85,12 +85,16 @@ const BUNDLE_JS: &str = "bundle.js";
 /// A run's timeline as a script.
 const TIMELINE_JS: &str = "timeline.js";
 
-/// A run of the site: its output directory name, bundle, and whether it has a timeline.
+/// A run of the site: its output directory name, bundle, whether it has a timeline of its own,
+/// and the timelines the timeline page offers for it: its own, or each rank's of a multi-rank
+/// run (`<id>/ranks/<rank>`, one file loaded at a time).
 #[derive(Debug)]
 pub struct SiteRun {
     pub id: String,
     pub has_timeline: bool,
     pub bundle: Bundle,
+    /// (timeline page id, label).
+    pub timelines: Vec<(String, String)>,
 }
 
 /// `window.LLMPROF_DATA["<kind>/<id>"] = "<text>";` — the text as one JSON string literal
@@ -222,16 +226,20 @@ fn publish_run(
     let current = old.runs.get(&run.id) == Some(&key) && run_out.join(BUNDLE_JS).is_file();
     if !current {
         copy_data(&run, timeline_src.as_deref(), &run_out, &mut report.skipped)?;
+        copy_rank_data(&run, &run_out, &mut report.skipped)?;
     }
     let raw = list_raw(run.dir);
     let has_timeline = run_out.join(TIMELINE_JS).is_file();
-    let (html, md) = pages::run_page(&run.bundle, &run.id, has_timeline, &raw)?;
+    let timelines = timelines_of(&run, &run_out, has_timeline);
+    let first = timelines.first().map(|t| t.0.as_str());
+    let (html, md) = pages::run_page(&run.bundle, has_timeline, first, &raw)?;
     let page_changed = write_if_changed(&run_out.join("index.html"), html.as_bytes())?;
     let md_changed = write_if_changed(&run_out.join("report.md"), md.as_bytes())?;
     let site_run = SiteRun {
         id: run.id,
         has_timeline,
         bundle: run.bundle,
+        timelines,
     };
     Ok((site_run, key, !current || page_changed || md_changed))
 }
@@ -271,6 +279,20 @@ fn copy_data(
         source: e,
     })?;
     copy_raw(run.dir, run_out)?;
+    copy_bundle_and_timeline(run, timeline_src, run_out, skipped)
+}
+
+/// The bundle and timeline of `run` as JSON and data scripts in `run_out`.
+fn copy_bundle_and_timeline(
+    run: &RunSource<'_>,
+    timeline_src: Option<&Path>,
+    run_out: &Path,
+    skipped: &mut Vec<String>,
+) -> Result<(), SiteError> {
+    fs::create_dir_all(run_out).map_err(|e| SiteError::Write {
+        path: run_out.to_path_buf(),
+        source: e,
+    })?;
     write(&run_out.join(BUNDLE_FILE), run.text.as_bytes())?;
     write(
         &run_out.join(BUNDLE_JS),
@@ -293,6 +315,65 @@ fn copy_data(
             let _ = fs::remove_file(run_out.join(TIMELINE_FILE));
             let _ = fs::remove_file(run_out.join(TIMELINE_JS));
         }
+    }
+    Ok(())
+}
+
+/// The timelines a run offers: its own, else its ranks' that were published.
+fn timelines_of(run: &RunSource<'_>, run_out: &Path, has_timeline: bool) -> Vec<(String, String)> {
+    let label = match &run.bundle.label {
+        Some(l) if !l.is_empty() => format!("{} ({l})", run.id),
+        _ => run.id.clone(),
+    };
+    if has_timeline {
+        return vec![(run.id.clone(), label)];
+    }
+    let ranks = run.bundle.ranks.as_ref().map_or(&[][..], |r| &r.ranks[..]);
+    ranks
+        .iter()
+        .filter(|e| run_out.join(&e.dir).join(TIMELINE_JS).is_file())
+        .map(|e| {
+            (
+                format!("{}/{}", run.id, e.dir),
+                format!("{label} · rank {}", e.rank),
+            )
+        })
+        .collect()
+}
+
+/// A multi-rank run's ranks: each rank's bundle and timeline as data scripts under
+/// `<run>/ranks/<rank>/`, keyed `<run>/ranks/<rank>`, so the timeline page loads one rank at a
+/// time. A rank that cannot be read is listed in `skipped` and left out.
+fn copy_rank_data(
+    run: &RunSource<'_>,
+    run_out: &Path,
+    skipped: &mut Vec<String>,
+) -> Result<(), SiteError> {
+    let Some(ranks) = &run.bundle.ranks else {
+        return Ok(());
+    };
+    for e in &ranks.ranks {
+        let src = run.dir.join(&e.dir);
+        let out = run_out.join(&e.dir);
+        let text = match llmprof_store::read_bundle_text(&src) {
+            Ok(t) => t,
+            Err(err) => {
+                skipped.push(format!(
+                    "{err} (rank {} is left out of the timeline)",
+                    e.rank
+                ));
+                continue;
+            }
+        };
+        let id = format!("{}/{}", run.id, e.dir);
+        let rank = RunSource {
+            dir: &src,
+            id: id.clone(),
+            text,
+            bundle: Bundle::new(id),
+        };
+        let timeline = llmprof_store::timeline_path(&src);
+        copy_bundle_and_timeline(&rank, timeline.as_deref(), &out, skipped)?;
     }
     Ok(())
 }

@@ -55,9 +55,9 @@ struct RunPage<'a> {
     version: &'a str,
     v: &'a RunReport,
     charts: RunCharts,
-    /// The run's directory name in the site (the timeline link's `#run=`).
-    id: &'a str,
     has_timeline: bool,
+    /// The timeline page's id of this run's (first) timeline.
+    timeline_link: Option<&'a str>,
     /// Raw artifacts (path relative to the run page, published or only listed).
     raw: &'a [(String, bool)],
 }
@@ -108,8 +108,8 @@ fn render_err(what: &str) -> impl Fn(askama::Error) -> SiteError + '_ {
 /// The run page and its `report.md`.
 pub fn run_page(
     b: &Bundle,
-    id: &str,
     has_timeline: bool,
+    timeline_link: Option<&str>,
     raw: &[(String, bool)],
 ) -> Result<(String, String), SiteError> {
     let v = RunReport::of(b, TOP);
@@ -119,8 +119,8 @@ pub fn run_page(
         version: VERSION,
         v: &v,
         charts: charts_of(b),
-        id,
         has_timeline,
+        timeline_link,
         raw,
     }
     .render()
@@ -170,14 +170,7 @@ pub fn timeline_page(runs: &[SiteRun]) -> Result<String, SiteError> {
         version: VERSION,
         runs: runs
             .iter()
-            .filter(|r| r.has_timeline)
-            .map(|r| {
-                let label = match &r.bundle.label {
-                    Some(l) if !l.is_empty() => format!("{} ({l})", r.id),
-                    _ => r.id.clone(),
-                };
-                (r.id.clone(), label)
-            })
+            .flat_map(|r| r.timelines.iter().cloned())
             .collect(),
     }
     .render()

@@ -161,7 +161,8 @@
     var seq = ++loadSeq;
     currentId = id;
     status.textContent = note + "Loading " + id + "…";
-    var base = "runs/" + encodeURIComponent(id) + "/";
+    // A rank of a multi-rank run is `<run>/ranks/<rank>`: each segment encoded, `/` kept.
+    var base = "runs/" + id.split("/").map(encodeURIComponent).join("/") + "/";
     var tData = performance.now();
     Promise.all([window.llmprofViewer.loadScript(base + "bundle.js"), window.llmprofViewer.loadScript(base + "timeline.js")])
       .then(function () {

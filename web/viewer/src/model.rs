@@ -146,7 +146,8 @@ impl Run {
             }
         }
         let range_parent = range_parents(&timeline);
-        let mut lanes = build_lanes(&timeline);
+        let rank = bundle.environment.distributed.as_ref().map(|d| d.rank);
+        let mut lanes = build_lanes(&timeline, rank);
         let (counters, counters_note) = counters(bundle, &timeline);
         for (i, c) in counters.iter().enumerate() {
             lanes.push(Lane::counter(i, format!("{} ({})", c.name, c.unit)));
@@ -318,7 +319,9 @@ fn check_columns(t: &Timeline) -> Result<(), LoadError> {
     Ok(())
 }
 
-fn build_lanes(t: &Timeline) -> Vec<Lane> {
+/// The timeline's lanes; a rank's stream lanes say whose they are (`Rank 1 · Stream 7`).
+fn build_lanes(t: &Timeline, rank: Option<u32>) -> Vec<Lane> {
+    let prefix = rank.map_or_else(String::new, |r| format!("Rank {r} · "));
     let mut lanes = Vec::new();
     let r = &t.ranges;
     let max_depth = r.depth.iter().copied().max();
@@ -352,7 +355,7 @@ fn build_lanes(t: &Timeline) -> Vec<Lane> {
         }
         lanes.push(Lane::new(
             LaneKind::Stream(si as u32),
-            format!("Stream {stream}"),
+            format!("{prefix}Stream {stream}"),
             items,
             &k.start,
             &k.dur,

@@ -321,5 +321,12 @@ fn header(b: &Bundle, s: &mut String) {
             ms(t.gpu_busy_ns),
             ms(t.gpu_span_ns)
         ));
+        if let Some(r) = &b.ranks {
+            s.push_str(&format!(
+                "            (counts, times and busy summed over {} ranks; the span is the longest \
+                 rank's)\n",
+                r.ranks.len()
+            ));
+        }
     }
 }

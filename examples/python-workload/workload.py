@@ -48,6 +48,18 @@ def build_model(device: str) -> torch.nn.Module:
     return model.to(dtype=dtype).eval()
 
 
+def kv_cache_bytes(past: object) -> "int | None":
+    """The bytes of a Hugging Face cache's key and value tensors (transformers 4.x lists or
+    5.x layers); None for a cache of another shape."""
+    layers = getattr(past, "layers", None)
+    if layers is not None:
+        tensors = [t for l in layers for t in (getattr(l, "keys", None), getattr(l, "values", None))]
+    else:
+        tensors = list(getattr(past, "key_cache", [])) + list(getattr(past, "value_cache", []))
+    tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
+    return sum(t.numel() * t.element_size() for t in tensors) if tensors else None
+
+
 def iteration(model: torch.nn.Module, prompt: torch.Tensor, steps: int, warmup: bool) -> None:
     """One request: prefill, then `steps` greedy decode steps, each stage marked."""
     with llmprof.stage("prefill", warmup=warmup):
@@ -59,11 +71,14 @@ def iteration(model: torch.nn.Module, prompt: torch.Tensor, steps: int, warmup: 
             out = model(token, past_key_values=past, use_cache=True)
             past = out.past_key_values
             token = out.logits[:, -1:].argmax(-1)
+        # On this stage's line: the cache the decode grew (llmprof's Memory table and headroom).
+        llmprof.report_memory(kv_cache_bytes=kv_cache_bytes(past))
 
 
 def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = build_model(device)
+    llmprof.report_memory(weights_bytes=sum(p.numel() * p.element_size() for p in model.parameters()))
     vocab = model.config.vocab_size
     prompt = torch.randint(0, vocab, (1, env_int("WORKLOAD_PROMPT", 512)), device=device)
     steps = env_int("WORKLOAD_STEPS", 64)

@@ -60,6 +60,7 @@ __all__ = [
     "stage",
     "stage_name",
     "window_line",
+    "report_memory",
 ]
 
 #: The prompt's forward pass (and the first token).
@@ -189,19 +190,24 @@ class stage(contextlib.ContextDecorator):
     that opened it (NVTX push/pop ranges are per thread).
     """
 
-    def __init__(self, name: str, warmup: bool = False, sync: bool = True) -> None:
+    def __init__(
+        self, name: str, warmup: bool = False, sync: bool = True, memory: bool = True
+    ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"llmprof.stage: the name must be a non-empty string, got {name!r}")
         #: The range name (``warmup_`` prefixed for a warm-up).
         self.name = stage_name(name.replace("\0", ""), warmup)
         self.sync = sync
+        self.memory = memory
+        self._measure = False
+        self._at_rest: Optional[int] = None
         self._start_ns = 0
         self._pop: Callable[[], None] = _noop
         self._record: Any = None
 
     def _recreate_cm(self) -> "stage":
         # A decorated function may run recursively or on several threads: one instance a call.
-        return stage(self.name, sync=self.sync)
+        return stage(self.name, sync=self.sync, memory=self.memory)
 
     def __enter__(self) -> "stage":
         self._pop = _Nvtx.push(self.name)
@@ -212,6 +218,10 @@ class stage(contextlib.ContextDecorator):
                 self._record.__enter__()
             except Exception:
                 self._record = None
+        # Only a thread's outermost stage measures memory: resetting the allocator's peaks in
+        # a nested stage would lose its parent's.
+        self._measure = self.memory and not _open() and _reset_peaks()
+        self._at_rest = _allocated() if self._measure else None
         _open().append(self.name)
         self._start_ns = time.time_ns()
         return self
@@ -225,7 +235,8 @@ class stage(contextlib.ContextDecorator):
         if self.sync:
             _synchronize()
         end_ns = time.time_ns()
-        _append_window(window_line(self.name, self._start_ns, end_ns, os.getpid()))
+        extra = _memory_fields(self._at_rest) if self._measure else {}
+        _append_window(window_line(self.name, self._start_ns, end_ns, os.getpid(), **extra))
         if self._record is not None:
             self._record.__exit__(exc_type, exc, tb)
             self._record = None
@@ -237,6 +248,68 @@ class stage(contextlib.ContextDecorator):
 
     def __repr__(self) -> str:
         return f"llmprof.stage({self.name!r})"
+
+
+#: What the workload told :func:`report_memory`, written on each measured stage's line.
+_reported: Dict[str, int] = {}
+
+
+def report_memory(weights_bytes: Optional[int] = None, kv_cache_bytes: Optional[int] = None) -> None:
+    """Tells llmprof the bytes of the model's weights and of its KV cache, which only the
+    workload knows; they go on the lines of the stages that close afterwards (llmprof's Memory
+    table and batch headroom read them). Call it once the model is loaded, and again when the
+    cache has grown (after a decode, say)::
+
+        llmprof.report_memory(weights_bytes=sum(p.numel() * p.element_size() for p in model.parameters()))
+
+    A ``None`` leaves the value as it was.
+    """
+    for key, value in (("weights_bytes", weights_bytes), ("kv_cache_bytes", kv_cache_bytes)):
+        if value is not None:
+            _reported[key] = int(value)
+
+
+def _reset_peaks() -> bool:
+    """Resets the CUDA caching allocator's peak counters when torch is imported and has
+    initialized CUDA; whether it did (only then does the stage report memory)."""
+    torch = _torch()
+    if torch is None:
+        return False
+    try:
+        if not torch.cuda.is_initialized():
+            return False
+        torch.cuda.reset_peak_memory_stats()
+        return True
+    except Exception:
+        return False
+
+
+def _allocated() -> Optional[int]:
+    """``torch.cuda.memory_allocated()``, or ``None`` when it cannot be read."""
+    torch = _torch()
+    try:
+        return int(torch.cuda.memory_allocated())
+    except Exception:
+        return None
+
+
+def _memory_fields(at_rest: Optional[int]) -> Dict[str, int]:
+    """The stage's memory for its ``stages.jsonl`` line: what was allocated when it began, the
+    allocator's peaks since, ``cudaMemGetInfo`` at its end, and what :func:`report_memory` was
+    told."""
+    torch = _torch()
+    out: Dict[str, int] = {}
+    if at_rest is not None:
+        out["allocated_bytes"] = at_rest
+    try:
+        out["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
+        out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
+        free, total = torch.cuda.mem_get_info()
+        out["free_bytes"], out["total_bytes"] = int(free), int(total)
+    except Exception:
+        pass
+    out.update(_reported)
+    return out
 
 
 def _synchronize() -> None:

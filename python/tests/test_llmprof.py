@@ -214,6 +214,41 @@ class WithTorch(unittest.TestCase):
         )
         self.assertEqual(len(env.lines()), 2)
 
+    def test_the_outermost_stage_reports_the_allocators_peaks(self) -> None:
+        env = Env(self)
+        torch = FakeTorch()
+        peak = {"allocated": 0}
+
+        def reset() -> None:
+            torch.calls.append("reset peaks")
+            peak["allocated"] = 0
+
+        torch.cuda.reset_peak_memory_stats = reset
+        torch.cuda.max_memory_allocated = lambda: peak["allocated"]
+        torch.cuda.max_memory_reserved = lambda: 4096
+        torch.cuda.mem_get_info = lambda: (70, 100)
+        torch.cuda.memory_allocated = lambda: 1500
+        llmprof.report_memory(weights_bytes=512)
+        self.addCleanup(llmprof._reported.clear)
+        with mock.patch.dict(sys.modules, {"torch": torch}):
+            with llmprof.stage("decode"):
+                with llmprof.stage("attention"):
+                    peak["allocated"] = 3000
+            with llmprof.stage("prefill", memory=False):
+                pass
+        self.assertEqual(torch.calls.count("reset peaks"), 1, torch.calls)
+        by_stage = {l["stage"]: l for l in env.lines()}
+        self.assertNotIn("peak_allocated_bytes", by_stage["attention"])
+        self.assertNotIn("peak_allocated_bytes", by_stage["prefill"])
+        decode = by_stage["decode"]
+        self.assertEqual(
+            (decode["peak_allocated_bytes"], decode["peak_reserved_bytes"]), (3000, 4096)
+        )
+        self.assertEqual((decode["free_bytes"], decode["total_bytes"]), (70, 100))
+        self.assertEqual(decode["allocated_bytes"], 1500)
+        self.assertEqual(decode["weights_bytes"], 512)
+        self.assertEqual(list(decode)[:4], ["stage", "start_ns", "end_ns", "pid"])
+
     def test_no_synchronize_before_cuda_is_initialized(self) -> None:
         torch = FakeTorch(cuda_initialized=False)
         with mock.patch.dict(sys.modules, {"torch": torch}):

@@ -19,7 +19,7 @@ pub fn analyze(
     stages: &[StageAnalysis],
     run: &RunMetrics,
 ) -> Option<MemoryAnalysis> {
-    let m = bundle.capture.as_ref()?.memory.as_ref()?;
+    let m = &with_workload_tokens(bundle.capture.as_ref()?.memory.as_ref()?, bundle);
     let computed = match (model, m.kv_tokens, m.batch_size) {
         (Some(model), Some(t), Some(b)) => Some(model.kv_bytes_per_token * t as f64 * b as f64),
         _ => None,
@@ -32,7 +32,29 @@ pub fn analyze(
         kv_cache_computed_bytes: computed,
         kv_cache_diff_pct: diff,
         headroom: headroom(bundle, m, stages, run),
+        kv_tokens: m.kv_tokens,
+        kv_batch: m.batch_size,
     })
+}
+
+/// The record, with the tokens the KV cache holds and the batch taken from the run's workload
+/// (the context before decode plus the first decode instance's steps, and the batch) where a
+/// `--cmd` workload's record has none — it reports bytes, not tokens. NVML's fallback record
+/// has no KV cache, so nothing is taken for it.
+fn with_workload_tokens(m: &MemoryRecord, bundle: &Bundle) -> MemoryRecord {
+    let mut m = m.clone();
+    let Some(w) = bundle.workload.as_ref().filter(|_| !m.nvml_used) else {
+        return m;
+    };
+    if m.kv_tokens.is_none() {
+        m.kv_tokens = w
+            .context_before_decode()
+            .map(|c| c + w.steps_of_instance(0).unwrap_or(0));
+    }
+    if m.batch_size.is_none() {
+        m.batch_size = w.batch_size.as_ref().map(|b| b.value);
+    }
+    m
 }
 
 fn headroom(

@@ -57,6 +57,12 @@ pub struct MemoryAnalysis {
     pub kv_cache_diff_pct: Option<f64>,
     #[serde(default)]
     pub headroom: Option<Headroom>,
+    /// The tokens and batch the KV cache holds: the record's, else (a `--cmd` workload
+    /// reports bytes only) the run's workload's context plus the first decode's steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_batch: Option<u64>,
 }
 
 /// How many more sequences fit at this context length, and what decode would do with them

@@ -16,6 +16,15 @@
 //! | `stage` | string | the NVTX range name; `warmup_<stage>` is warm-up |
 //! | `start_ns`, `end_ns` | integer | the host wall clock (ns since the Unix epoch, the clock of the NVML sampler) |
 //! | `pid` | integer | the process that ran it (each baseline run is a fresh one); 0 when absent |
+//! | `allocated_bytes` | integer? | the CUDA caching allocator's allocated bytes when the stage began (what stays allocated between stages) |
+//! | `peak_allocated_bytes`, `peak_reserved_bytes` | integer? | the CUDA caching allocator's peaks since the stage began (reset at its start) |
+//! | `free_bytes`, `total_bytes` | integer? | `cudaMemGetInfo` when the stage closed |
+//! | `weights_bytes`, `kv_cache_bytes` | integer? | what the workload knows of its weights and KV cache (`llmprof.report_memory`) |
+//!
+//! The memory keys are optional (the Python package writes them for a thread's outermost
+//! stages once torch has initialized CUDA; the Rust `llmprof-stages` cannot read CUDA's
+//! allocator and writes none): a run whose baseline lines carry them gets its Memory table from
+//! them ([`crate::memory::reported`]), else from NVML's used memory.
 //!
 //! Further keys are optional and additive: a reader ignores keys it does not know, and a writer
 //! adds new ones after these four. The writers: `llmprof-stages` (Rust) and the `llmprof`
@@ -57,6 +66,21 @@ pub struct StageWindow {
     /// The process that ran it; 0 when the line has none.
     #[serde(default)]
     pub pid: u32,
+    /// Device memory the workload measured over the stage (see the module docs).
+    #[serde(flatten)]
+    pub memory: WindowMemory,
+}
+
+/// The optional memory keys of a `stages.jsonl` line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct WindowMemory {
+    pub allocated_bytes: Option<u64>,
+    pub peak_allocated_bytes: Option<u64>,
+    pub peak_reserved_bytes: Option<u64>,
+    pub free_bytes: Option<u64>,
+    pub total_bytes: Option<u64>,
+    pub weights_bytes: Option<u64>,
+    pub kv_cache_bytes: Option<u64>,
 }
 
 impl StageWindow {
@@ -78,7 +102,7 @@ pub fn read_windows(dir: &Path) -> Vec<StageWindow> {
 }
 
 /// Whether `stage` counts: measured (not warm-up), and named by `--stages` when given.
-fn counts(stage: &str, wanted: &[String]) -> bool {
+pub(crate) fn counts(stage: &str, wanted: &[String]) -> bool {
     !llmprof_bundle::is_warmup(stage) && (wanted.is_empty() || wanted.iter().any(|w| w == stage))
 }
 
@@ -354,6 +378,7 @@ mod tests {
             start_ns,
             end_ns,
             pid: 1,
+            memory: WindowMemory::default(),
         }
     }
 

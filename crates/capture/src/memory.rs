@@ -70,6 +70,68 @@ pub fn baseline_memory(raw: &Path) -> Option<MemoryRecord> {
     })
 }
 
+/// A `--cmd` workload's memory as it reported it on its baseline stage lines
+/// (`raw/baseline*/stages.jsonl`): per measured stage the largest peaks over its windows, the
+/// last free/total, weights and KV cache bytes seen. `None` when no line carries a peak.
+pub fn reported(raw: &Path, wanted: &[String]) -> Option<MemoryRecord> {
+    let mut stages: Vec<StageMemory> = Vec::new();
+    let mut record = MemoryRecord::default();
+    let mut files = Vec::new();
+    for n in crate::timings::numbered_dirs(raw, "baseline") {
+        let dir = crate::timings::numbered_dir("baseline", n);
+        let windows = crate::cmd_timings::read_windows(&raw.join(&dir));
+        for w in windows
+            .iter()
+            .filter(|w| crate::cmd_timings::counts(&w.stage, wanted))
+        {
+            let m = &w.memory;
+            let Some(alloc) = m.peak_allocated_bytes else {
+                continue;
+            };
+            if !files.contains(&dir) {
+                files.push(dir.clone());
+            }
+            let reserved = m.peak_reserved_bytes.unwrap_or(alloc);
+            match stages.iter_mut().find(|s| s.stage == w.stage) {
+                Some(s) => {
+                    s.peak_allocated_bytes = s.peak_allocated_bytes.max(alloc);
+                    s.peak_reserved_bytes = s.peak_reserved_bytes.max(reserved);
+                }
+                None => stages.push(StageMemory {
+                    stage: w.stage.clone(),
+                    peak_allocated_bytes: alloc,
+                    peak_reserved_bytes: reserved,
+                }),
+            }
+            record.allocated_bytes = match (record.allocated_bytes, m.allocated_bytes) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            record.free_bytes = m.free_bytes.or(record.free_bytes);
+            record.total_bytes = m.total_bytes.or(record.total_bytes);
+            record.weights_bytes = m.weights_bytes.or(record.weights_bytes);
+            record.kv_cache_bytes = m.kv_cache_bytes.or(record.kv_cache_bytes);
+        }
+    }
+    if stages.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = files
+        .iter()
+        .map(|d| format!("raw/{d}/{}", crate::cmd_timings::STAGES_FILE))
+        .collect();
+    Some(MemoryRecord {
+        source: format!(
+            "{}: reported by the workload (PyTorch's caching allocator: allocated when each \
+             stage began, the least over the measured windows, and the peaks since, the \
+             largest; cudaMemGetInfo when the stage closed)",
+            names.join(", ")
+        ),
+        stages,
+        ..record
+    })
+}
+
 /// A `--cmd` workload's memory when it reports none itself: the most NVML's used memory (the
 /// whole device, every process) reached inside each stage's baseline windows; `None` without
 /// samples in any window.
@@ -123,6 +185,45 @@ mod tests {
         assert!(m.source.starts_with("raw/baseline/baseline.json"));
         std::fs::write(dir.path().join("baseline/baseline.json"), "{}").unwrap();
         assert!(baseline_memory(dir.path()).is_none());
+    }
+
+    #[test]
+    fn a_command_reports_its_memory_on_its_stage_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("baseline");
+        std::fs::create_dir_all(&base).unwrap();
+        let lines = [
+            r#"{"stage":"warmup_prefill","start_ns":0,"end_ns":1,"pid":1,"peak_allocated_bytes":999}"#,
+            r#"{"stage":"prefill","start_ns":2,"end_ns":3,"pid":1,"allocated_bytes":6,"peak_allocated_bytes":10,"peak_reserved_bytes":20,"free_bytes":70,"total_bytes":100,"weights_bytes":5}"#,
+            r#"{"stage":"prefill","start_ns":4,"end_ns":5,"pid":1,"peak_allocated_bytes":12,"peak_reserved_bytes":18}"#,
+            r#"{"stage":"decode","start_ns":6,"end_ns":9,"pid":1,"peak_allocated_bytes":11,"peak_reserved_bytes":20,"free_bytes":60,"total_bytes":100,"weights_bytes":5,"kv_cache_bytes":4}"#,
+        ];
+        std::fs::write(base.join("stages.jsonl"), lines.join("\n")).unwrap();
+        let m = reported(dir.path(), &[]).unwrap();
+        let peaks: Vec<(&str, u64, u64)> = (m.stages.iter())
+            .map(|s| {
+                (
+                    s.stage.as_str(),
+                    s.peak_allocated_bytes,
+                    s.peak_reserved_bytes,
+                )
+            })
+            .collect();
+        assert_eq!(peaks, [("prefill", 12, 20), ("decode", 11, 20)]);
+        assert_eq!((m.free_bytes, m.total_bytes), (Some(60), Some(100)));
+        assert_eq!((m.weights_bytes, m.kv_cache_bytes), (Some(5), Some(4)));
+        assert_eq!(m.allocated_bytes, Some(6));
+        assert!(!m.nvml_used);
+        assert!(m
+            .source
+            .starts_with("raw/baseline/stages.jsonl: reported by the workload"));
+        // Lines without memory keys: nothing reported, the NVML fallback applies.
+        std::fs::write(
+            base.join("stages.jsonl"),
+            lines[0].replace(",\"peak_allocated_bytes\":999", ""),
+        )
+        .unwrap();
+        assert!(reported(dir.path(), &[]).is_none());
     }
 
     #[test]

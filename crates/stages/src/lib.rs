@@ -2,6 +2,11 @@
 //! driver, so `llmprof capture --cmd "./my-infer" --stages prefill,decode` sees a Rust workload's
 //! stages exactly as it sees a target's.
 //!
+//! Memory: this crate needs no CUDA, so it cannot read a caching allocator's peaks and writes
+//! no memory keys on its `stages.jsonl` lines; a Rust workload's Memory table is NVML's used
+//! memory over its stage windows, labelled so (the Python package's `llmprof.stage` reports
+//! PyTorch's allocator).
+//!
 //! The conventions (from `crates/capture/src/driver/driver.py`):
 //!
 //! * a stage is an NVTX **push/pop** range (`nvtxRangePushA`/`nvtxRangePop`) in the **default

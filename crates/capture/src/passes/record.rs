@@ -271,7 +271,8 @@ fn command_results(
         per_window: 1,
     };
     let stage_windows = cmd_timings::energy_windows(&s.raw, &capture.stage_names);
-    capture.memory = crate::memory::nvml_fallback(series, &stage_windows);
+    capture.memory = crate::memory::reported(&s.raw, &capture.stage_names)
+        .or_else(|| crate::memory::nvml_fallback(series, &stage_windows));
     let mut sets = vec![runs];
     sets.extend(stage_windows);
     energy_into(capture, series, &sets, |_| None);

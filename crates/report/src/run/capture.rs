@@ -293,15 +293,22 @@ fn memory(b: &Bundle) -> TableView {
             format!("reserved {}", bytes(s.peak_reserved_bytes as f64)),
         );
     }
-    let held = match (m.kv_tokens, m.batch_size) {
+    let tokens = m.kv_tokens.or(a.and_then(|a| a.kv_tokens));
+    let batch = m.batch_size.or(a.and_then(|a| a.kv_batch));
+    let held = match (tokens, batch) {
         (Some(t), Some(b)) => format!("{} tokens × batch {b}", thousands(t)),
         _ => String::new(),
     };
-    let kind = m.kv_cache_kind.clone().unwrap_or_default();
+    let kind = m.kv_cache_kind.as_ref().map(|k| format!("{k} cache"));
+    let note: Vec<String> = kind
+        .into_iter()
+        .chain(Some(held.clone()))
+        .filter(|s| !s.is_empty())
+        .collect();
     row(
         "KV cache, measured",
         m.kv_cache_bytes.map(|v| v as f64),
-        format!("{kind} cache, {held}"),
+        note.join(", "),
     );
     if let Some(c) = a.and_then(|a| a.kv_cache_computed_bytes) {
         let diff = a

@@ -628,7 +628,13 @@ fn memory_record_kv_cache_and_headroom_of_the_sample_runs() {
         let avail =
             m.free_bytes.unwrap() as f64 + (m.reserved_bytes.unwrap() - at_rest) as f64 - margin;
         assert_eq!(h.bytes_per_sequence, per_seq, "{run}");
-        assert_eq!(h.extra_sequences, (avail / per_seq).floor() as u64, "{run}");
+        // The batch running now is inside that room (its working memory is back in the
+        // allocator's cache between iterations): the extra sequences are the rest.
+        assert_eq!(
+            h.extra_sequences,
+            (avail / per_seq).floor() as u64 - batch,
+            "{run}"
+        );
         assert!(h.suggested_batch > batch && h.suggested_batch <= batch + h.extra_sequences);
         // The finding quotes it, and the decode's launch-bound recommendation points to it.
         let f = a
@@ -644,4 +650,49 @@ fn memory_record_kv_cache_and_headroom_of_the_sample_runs() {
             .unwrap();
         assert!(launch.recommendation.contains("Device memory allows"));
     }
+}
+
+/// The OCR-2 headroom prediction checked on the H100: batch 1's analysis and the capture at
+/// its suggested batch 20 (`tests/fixtures/h100-headroom-check/`) agree on how many sequences
+/// the device holds, and decode at batch 20 reached at least the launch-bound estimate.
+#[test]
+fn headroom_prediction_holds_at_the_suggested_batch() {
+    use std::io::Read;
+    let one =
+        llmprof_store::read_bundle(&fixture("sample-runs/20261123-215011-deepseek-ocr2-light"))
+            .unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(fixture(
+            "h100-headroom-check/20261124-001126-deepseek-ocr2-light-batch20.bundle.json.gz",
+        ))
+        .unwrap(),
+    )
+    .read_to_string(&mut text)
+    .unwrap();
+    let twenty = llmprof_bundle::Bundle::from_json(&text).unwrap();
+    let h = |b: &llmprof_bundle::Bundle| {
+        let a = llmprof_analysis::analyze(b);
+        let h = a.memory.unwrap().headroom.unwrap();
+        (
+            h.batch,
+            h.extra_sequences,
+            h.suggested_batch,
+            h.estimated_tokens_per_s,
+            a.run.decode_tokens_per_s,
+        )
+    };
+    let (b1, extra1, suggested, estimate, _) = h(&one);
+    let (b20, extra20, _, _, measured) = h(&twenty);
+    assert_eq!((b1, suggested, b20), (1, 20, 20));
+    let (fit1, fit20) = (b1 + extra1, b20 + extra20);
+    assert!(
+        fit1.abs_diff(fit20) * 20 <= fit1,
+        "sequences that fit: {fit1} from batch 1, {fit20} from batch 20"
+    );
+    let (estimate, measured) = (estimate.unwrap(), measured.unwrap());
+    assert!(
+        measured >= estimate,
+        "batch 20 decode: measured {measured:.1} tok/s, estimated {estimate:.1}"
+    );
 }

@@ -74,7 +74,11 @@ fn headroom(
     }
     let margin = MARGIN_FRACTION * total as f64;
     let available = free as f64 + reserved.saturating_sub(at_rest) as f64 - margin;
-    let extra = (available / per_seq).floor().max(0.0) as u64;
+    // What the current batch needs each step is back in the allocator's cache between
+    // iterations (reserved but unused), so `available` holds room for the whole batch: the
+    // sequences that fit in all, less those running now.
+    let fit = (available / per_seq).floor().max(0.0) as u64;
+    let extra = fit.saturating_sub(batch);
     let a = stages.iter().find(|a| a.role == StageRole::Decode)?;
     let busy_cap = launch_cap(bundle, a, batch);
     let suggested = match busy_cap {
@@ -85,8 +89,8 @@ fn headroom(
     let estimate = now.map(|t| estimate_tokens_per_s(t, batch, suggested, &a.bound));
     let arithmetic = format!(
         "({} free + {} reserved but unused − {} margin, 10% of {}) ÷ {} per sequence \
-         ({} peak {} − {} allocated between iterations, ÷ batch {batch}) = {} more \
-         sequence(s) at {} tokens of context",
+         ({} peak {} − {} allocated between iterations, ÷ batch {batch}) = {} sequence(s) \
+         in all, {} more than the batch of {batch}, at {} tokens of context",
         bytes(free as f64),
         bytes(reserved.saturating_sub(at_rest) as f64),
         bytes(margin),
@@ -95,6 +99,7 @@ fn headroom(
         top.stage,
         bytes(top.peak_allocated_bytes as f64),
         bytes(at_rest as f64),
+        thousands(fit),
         thousands(extra),
         m.kv_tokens.map_or("?".into(), thousands),
     );

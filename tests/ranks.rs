@@ -319,3 +319,66 @@ fn ranks_of_other_jobs_or_given_twice_are_refused() {
     let one = llmprof(["merge", "nonexistent-run"]);
     assert!(!one.status.success());
 }
+
+/// A real Nsight Systems export of two processes (H100, `tests/fixtures/h100-nsys-two-processes`)
+/// becomes a run of two ranks, one per process; the pooled tables equal what `nsys stats` says
+/// of the whole export: `nvtx_sum` stage by stage (instances, total, min, max, mean, median,
+/// standard deviation: every instance is pooled), `cuda_gpu_kern_sum` kernel by kernel (all but
+/// the median, which a merge of bundles takes as the median of the ranks' medians).
+#[test]
+fn two_processes_of_one_nsys_export_are_two_ranks_whose_pool_equals_nsys_stats() {
+    use crate::common::{assert_1dp, csv_rows, num};
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let fixture_dir = fixture("h100-nsys-two-processes");
+    let export = fixture_dir.join("nsys_export.sqlite.gz");
+    let out = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        export.as_os_str(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("2 processes ran kernels"), "{err}");
+    let run = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let top = llmprof_store::read_bundle(&run).unwrap();
+    let set = top.ranks.as_ref().unwrap();
+    assert_eq!((set.world_size, set.ranks.len()), (2, 2));
+    assert!(top.diagnostics.iter().any(|d| d.code == "ranks.from_order"));
+    for e in &set.ranks {
+        assert_eq!(e.kernels, 1671, "rank {}", e.rank);
+        assert_eq!(e.clock_offset_ns, 0, "one session, one clock");
+    }
+    let stats = fixture_dir.join("nsys_stats");
+    let rows = csv_rows(&stats.join("nvtx_sum.csv"));
+    assert_eq!(rows.len(), top.stages.len());
+    for row in rows {
+        let name = row["Range"].trim_start_matches(':');
+        let s = top.stages.iter().find(|s| s.name == name).unwrap();
+        assert_eq!(s.instances as f64, num(&row, "Instances"), "{name}");
+        assert_eq!(s.wall_ns as f64, num(&row, "Total Time (ns)"), "{name}");
+        assert_eq!(s.wall.min_ns as f64, num(&row, "Min (ns)"), "{name}");
+        assert_eq!(s.wall.max_ns as f64, num(&row, "Max (ns)"), "{name}");
+        assert_1dp(s.wall.mean_ns, num(&row, "Avg (ns)"), name);
+        assert_1dp(s.wall.median_ns, num(&row, "Med (ns)"), name);
+        assert_1dp(s.wall.std_ns, num(&row, "StdDev (ns)"), name);
+    }
+    let rows = csv_rows(&stats.join("cuda_gpu_kern_sum.csv"));
+    let kernels: Vec<&llmprof_bundle::Kernel> = (top.kernels.iter())
+        .filter(|k| k.kind == llmprof_bundle::OpKind::Kernel)
+        .collect();
+    assert_eq!(rows.len(), kernels.len());
+    for row in rows {
+        let name = row["Name"].as_str();
+        let k = kernels.iter().find(|k| k.name == name).unwrap();
+        assert_eq!(k.calls as f64, num(&row, "Instances"), "{name}");
+        assert_eq!(k.total_ns as f64, num(&row, "Total Time (ns)"), "{name}");
+        assert_eq!(k.min_ns as f64, num(&row, "Min (ns)"), "{name}");
+        assert_eq!(k.max_ns as f64, num(&row, "Max (ns)"), "{name}");
+        assert_1dp(k.mean_ns, num(&row, "Avg (ns)"), name);
+        assert_1dp(k.std_ns, num(&row, "StdDev (ns)"), name);
+        assert_1dp(k.time_pct, num(&row, "Time (%)"), name);
+    }
+}

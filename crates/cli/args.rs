@@ -460,6 +460,7 @@ impl IngestArgs {
         }
         let base = llmprof_ingest::IngestRequest {
             nsys: nsys.first().cloned(),
+            nsys_process: None,
             kineto: kineto.first().cloned(),
             ncu: self.ncu.clone(),
             model_config: self.model_config,

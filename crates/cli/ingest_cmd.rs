@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use llmprof_bundle::Severity;
 use llmprof_capture::nsys_export::{self, ExportError};
-use llmprof_ingest::Step;
+use llmprof_ingest::{IngestRequest, Step};
 
 use crate::args::IngestConfig;
 use llmprof_report::fmt::thousands;
@@ -32,6 +32,9 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
         _export_dir = Some(dir);
     }
 
+    if let Some(ranks) = process_ranks(&request)? {
+        return crate::ranks_cmd::ingest(ranks, &cfg.rank_args, &cfg.out);
+    }
     let spinner = progress();
     let ingested = llmprof_ingest::ingest(&request, &mut |step| {
         if let Some(s) = &spinner {
@@ -86,6 +89,45 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", dir.display())?;
     Ok(())
+}
+
+/// One request per process when the request's nsys export traced several processes that ran
+/// kernels (a `torchrun` job under one `nsys profile`) and no PyTorch profiler trace is given:
+/// each process a rank, in the order `torchrun` assigns devices (by device, then pid).
+fn process_ranks(request: &IngestRequest) -> Result<Option<Vec<IngestRequest>>> {
+    let Some(sqlite) = request.nsys.as_ref().filter(|_| request.kineto.is_none()) else {
+        return Ok(None);
+    };
+    let procs = llmprof_ingest::nsys::gpu_processes(sqlite)?;
+    if procs.len() < 2 {
+        return Ok(None);
+    }
+    let list: Vec<String> = (procs.iter().enumerate())
+        .map(|(r, p)| {
+            let device = p.device.map_or("?".to_string(), |d| d.to_string());
+            format!("rank {r} = pid {} (device {device})", p.pid)
+        })
+        .collect();
+    eprintln!(
+        "{}: {} processes ran kernels; each is ingested as a rank: {}",
+        sqlite.display(),
+        procs.len(),
+        list.join(", ")
+    );
+    Ok(Some(
+        (procs.iter().enumerate())
+            .map(|(i, p)| IngestRequest {
+                nsys_process: Some(p.global_pid),
+                // Nsight Compute profiles one rank: joined to rank 0.
+                ncu: if i == 0 {
+                    request.ncu.clone()
+                } else {
+                    Vec::new()
+                },
+                ..request.clone()
+            })
+            .collect(),
+    ))
 }
 
 /// The bundle names the `.nsys-rep` the user gave, not its temporary SQLite export: as the

@@ -190,7 +190,10 @@ fn origin_of(req: &IngestRequest) -> String {
         .flatten()
         .map(|p| p.display().to_string())
         .collect();
-    files.join(" + ")
+    let process = req.nsys_process.map_or(String::new(), |g| {
+        format!(" (pid {})", (g >> 24) & 0xFF_FFFF)
+    });
+    format!("{}{process}", files.join(" + "))
 }
 
 fn jobs(args: &RankArgs, n: usize) -> usize {

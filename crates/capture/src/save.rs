@@ -24,6 +24,7 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
     let label = plan.label();
     let request = IngestRequest {
         nsys: output.nsys_sqlite.clone(),
+        nsys_process: None,
         kineto: output.kineto.clone(),
         ncu: output.ncu_csv.clone().into_iter().collect(),
         model_config: output.model_config.clone(),

@@ -37,6 +37,9 @@ use crate::paths::PathNames;
 #[derive(Debug, Clone, Default)]
 pub struct IngestRequest {
     pub nsys: Option<PathBuf>,
+    /// Only this process of the nsys export (its `globalPid`, [`nsys::gpu_processes`]): one
+    /// rank of an export that traced several.
+    pub nsys_process: Option<u64>,
     pub kineto: Option<PathBuf>,
     pub ncu: Vec<PathBuf>,
     pub model_config: Option<PathBuf>,
@@ -191,7 +194,9 @@ impl<'r> Assembly<'r> {
         });
         let mut conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
         let mut diags = Diagnostics::new(Source::Nsys, self.names().file(path));
-        self.facts.push(nsys::read(path, &mut conv, &mut diags)?);
+        let process = self.req.nsys_process;
+        self.facts
+            .push(nsys::read_process(path, process, &mut conv, &mut diags)?);
         self.bundle.inputs.push(self.input_file(Source::Nsys, path));
         self.bundle.timing_source = Some(Source::Nsys);
         self.timing = Some(Timing { conv, diags });

@@ -585,7 +585,11 @@ impl Tables {
                 s.gpu_busy_ns as f64 * 100.0 / window as f64
             };
         }
-        let kernel_ns: u64 = self.kernels.iter().map(|(k, _)| k.total_ns).sum();
+        // Each row's share of its kind's time, as the converter (and `nsys stats`) computes it.
+        let mut kind_ns: HashMap<llmprof_bundle::OpKind, u64> = HashMap::new();
+        for (k, _) in &self.kernels {
+            *kind_ns.entry(k.kind).or_default() += k.total_ns;
+        }
         out.kernels = self
             .kernels
             .into_iter()
@@ -606,10 +610,11 @@ impl Tables {
                         .sqrt()
                 };
                 k.median_ns = Distribution::from_samples(&mut pool.medians).median_ns;
-                k.time_pct = if kernel_ns == 0 {
+                let kind_total = kind_ns.get(&k.kind).copied().unwrap_or(0);
+                k.time_pct = if kind_total == 0 {
                     0.0
                 } else {
-                    k.total_ns as f64 * 100.0 / kernel_ns as f64
+                    k.total_ns as f64 * 100.0 / kind_total as f64
                 };
                 if k.min_ns == u64::MAX {
                     k.min_ns = 0;

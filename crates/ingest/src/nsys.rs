@@ -33,8 +33,37 @@ pub fn read(
     conv: &mut TraceConverter,
     diags: &mut Diagnostics,
 ) -> Result<SourceFacts, IngestError> {
-    let (_inflated, db) = open(path)?;
+    read_process(path, None, conv, diags)
+}
+
+/// [`read`] of one process's records only (`process`: its `globalPid`, as
+/// [`gpu_processes`] lists it); `None` reads every process.
+pub fn read_process(
+    path: &Path,
+    process: Option<u64>,
+    conv: &mut TraceConverter,
+    diags: &mut Diagnostics,
+) -> Result<SourceFacts, IngestError> {
+    let (_inflated, mut db) = open(path)?;
+    db.process = process;
     db.read_into(conv, diags)
+}
+
+/// A process that ran kernels in an export: its `globalPid`, OS pid, the device it ran most
+/// kernels on, and how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuProcess {
+    pub global_pid: u64,
+    pub pid: u32,
+    pub device: Option<i64>,
+    pub kernels: u64,
+}
+
+/// The processes that ran kernels in the export at `path`, in rank order as `torchrun` assigns
+/// devices: by device, then pid. Empty without a kernel table.
+pub fn gpu_processes(path: &Path) -> Result<Vec<GpuProcess>, IngestError> {
+    let (_inflated, db) = open(path)?;
+    db.gpu_processes()
 }
 
 /// The short names of the `k` kernels with the most GPU time (the sum of their `end - start`)
@@ -67,6 +96,7 @@ fn open(path: &Path) -> Result<(Option<tempfile::NamedTempFile>, Export<'_>), In
         conn,
         path,
         tables: HashSet::new(),
+        process: None,
     }
     .load_tables()?;
     Ok((inflated, db))
@@ -96,6 +126,9 @@ struct Export<'p> {
     conn: Connection,
     path: &'p Path,
     tables: HashSet<String>,
+    /// Only this process's records (`globalPid`, `hw << 56 | pid << 24`): one rank of an
+    /// export that traced several.
+    process: Option<u64>,
 }
 
 fn sql_err(path: &Path, what: &str, e: rusqlite::Error) -> IngestError {
@@ -103,6 +136,12 @@ fn sql_err(path: &Path, what: &str, e: rusqlite::Error) -> IngestError {
 }
 
 impl Export<'_> {
+    /// Whether records of `process` (a `globalPid`, or a `globalTid` with its thread bits
+    /// cleared) are read.
+    fn keeps(&self, process: u64) -> bool {
+        self.process.is_none_or(|p| p == process)
+    }
+
     fn load_tables(mut self) -> Result<Self, IngestError> {
         let mut stmt = self
             .conn
@@ -186,6 +225,45 @@ impl Export<'_> {
             );
         }
         Ok(self.facts(device_id))
+    }
+
+    /// See [`gpu_processes`].
+    fn gpu_processes(&self) -> Result<Vec<GpuProcess>, IngestError> {
+        const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+        if !self.has(KERNEL) {
+            return Ok(Vec::new());
+        }
+        let device = self.column_or_null(KERNEL, "deviceId");
+        let sql = format!(
+            "SELECT globalPid, {device}, COUNT(*) FROM {KERNEL} WHERE globalPid IS NOT NULL \
+             GROUP BY globalPid, {device}"
+        );
+        let err = |e| sql_err(self.path, KERNEL, e);
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let rows: Vec<(i64, Option<i64>, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(err)?;
+        let mut out: Vec<GpuProcess> = Vec::new();
+        for (gpid, device, n) in rows {
+            let (gpid, n) = (gpid as u64, n.max(0) as u64);
+            match out.iter_mut().find(|p| p.global_pid == gpid) {
+                Some(p) => {
+                    if n > p.kernels {
+                        p.device = device;
+                    }
+                    p.kernels += n;
+                }
+                None => out.push(GpuProcess {
+                    global_pid: gpid,
+                    pid: ((gpid >> 24) & TID_BITS) as u32,
+                    device,
+                    kernels: n,
+                }),
+            }
+        }
+        out.sort_by_key(|p| (p.device, p.pid));
+        Ok(out)
     }
 
     /// See [`top_kernels_by_time`].
@@ -297,7 +375,7 @@ impl Export<'_> {
         let rows = self.nvtx_rows(NVTX, strings)?;
         let domains = domain_names(&rows, types.domain_create);
         let mut marks = 0u64;
-        for r in &rows {
+        for r in rows.iter().filter(|r| self.keeps(r.tid & !TID_BITS)) {
             let Some(kind) = types.stage_kind(r.kind) else {
                 if r.kind == types.mark {
                     marks += 1;
@@ -408,6 +486,9 @@ impl Export<'_> {
                     continue; // cannot be placed in a range: its ops stay unattributed
                 };
                 let tid = tid as u64;
+                if !self.keeps(tid & !TID_BITS) {
+                    continue;
+                }
                 let end: Option<i64> = r.get(3).map_err(err)?;
                 let name: Option<i64> = r.get(4).map_err(err)?;
                 let record = LaunchRecord {
@@ -475,6 +556,9 @@ impl Export<'_> {
                 note_untimed(diags, GRAPHS);
                 continue;
             };
+            if !self.keeps(t.process) {
+                continue;
+            }
             let graph = r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0);
             spans += 1;
             conv.handle_gpu_op(t.record(
@@ -533,6 +617,9 @@ impl Export<'_> {
                 note_untimed(diags, KERNEL);
                 continue;
             };
+            if !self.keeps(t.process) {
+                continue;
+            }
             if let Some(dev) = r.get::<_, Option<i64>>(15).map_err(err)? {
                 *devices.entry(dev).or_default() += 1;
             }
@@ -608,6 +695,9 @@ impl Export<'_> {
                     note_untimed(diags, MEMCPY);
                     continue;
                 };
+                if !self.keeps(t.process) {
+                    continue;
+                }
                 conv.handle_gpu_op(t.record(
                     GpuOp::Memcpy {
                         direction,
@@ -632,6 +722,9 @@ impl Export<'_> {
                     note_untimed(diags, MEMSET);
                     continue;
                 };
+                if !self.keeps(t.process) {
+                    continue;
+                }
                 conv.handle_gpu_op(t.record(
                     GpuOp::Memset {
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,

@@ -64,8 +64,14 @@ pub fn write_chrome<W: Write>(b: &Bundle, t: &Timeline, w: &mut W) -> io::Result
         done: vec![false; t.calls.start.len()],
         n: 0,
     };
-    counts.kernels = write_kernels(b, t, device, &row_args, &mut flows, &mut ev)?;
-    counts.mem_ops = write_mem_ops(b, t, device, &row_args, &mut flows, &mut ev)?;
+    let cx = OpContext {
+        b,
+        t,
+        device,
+        row_args: &row_args,
+    };
+    counts.kernels = write_kernels(&cx, &mut flows, &mut ev)?;
+    counts.mem_ops = write_mem_ops(&cx, &mut flows, &mut ev)?;
     counts.flows = flows.n;
     counts.counters = write_counters(b, t, device, &mut ev)?;
     ev.w.write_all(b"\n]}\n")?;
@@ -298,57 +304,91 @@ fn parents(t: &Timeline) -> Vec<Option<usize>> {
         .collect()
 }
 
-fn write_kernels<W: Write>(
-    b: &Bundle,
-    t: &Timeline,
+/// What one timeline op's event is written from: the columns kernels and memory operations
+/// share, its own args, and its category.
+struct OpEvent {
+    row: u32,
+    stream: u32,
+    start: u64,
+    dur: u64,
+    call: Option<u32>,
+    /// Args after `device` and `stream`, before the row's.
+    own_args: String,
+    /// Args after the row's.
+    more_args: String,
+    cat: fn(OpKind) -> &'static str,
+}
+
+/// The run, the device and the per-row args every op event needs.
+struct OpContext<'a> {
+    b: &'a Bundle,
+    t: &'a Timeline,
     device: u32,
-    row_args: &[String],
+    row_args: &'a [String],
+}
+
+impl OpContext<'_> {
+    /// Writes `op` as a complete event with its flow's end; `false` when its row is unknown.
+    fn write<W: Write>(
+        &self,
+        op: OpEvent,
+        flows: &mut Flows,
+        ev: &mut Events<'_, W>,
+    ) -> io::Result<bool> {
+        let Some(row) = self.b.kernels.get(op.row as usize) else {
+            return Ok(false);
+        };
+        let stream = self.t.streams.get(op.stream as usize).copied().unwrap_or(0);
+        let mut args = format!(
+            "\"device\": {}, \"stream\": {stream}, {}{}{}",
+            self.device, op.own_args, self.row_args[op.row as usize], op.more_args
+        );
+        let span = Span {
+            cat: (op.cat)(row.kind),
+            name: &row.name,
+            pid: self.device.into(),
+            tid: stream,
+            ts: abs(self.t, op.start),
+            dur: op.dur,
+        };
+        flows.op(self.t, op.call, span, &mut args, ev)?;
+        Ok(true)
+    }
+}
+
+fn write_kernels<W: Write>(
+    cx: &OpContext<'_>,
     flows: &mut Flows,
     ev: &mut Events<'_, W>,
 ) -> io::Result<u64> {
-    let k = &t.kernels;
+    let (t, k) = (cx.t, &cx.t.kernels);
     let mut n = 0;
     for i in 0..k.start.len() {
-        let row = k.kernel[i] as usize;
-        let Some(kernel) = b.kernels.get(row) else {
-            continue;
-        };
-        let stream = t.streams.get(k.stream[i] as usize).copied().unwrap_or(0);
-        let mut args = format!(
-            "\"device\": {device}, \"stream\": {stream}, {}",
-            row_args[row]
-        );
-        if let Some(l) = k
-            .launch
-            .get(i)
-            .copied()
-            .flatten()
-            .and_then(|l| t.launches.get(l as usize))
-        {
-            args.push_str(&launch_args(l));
+        let mut more = String::new();
+        let launch = k.launch.get(i).copied().flatten();
+        if let Some(l) = launch.and_then(|l| t.launches.get(l as usize)) {
+            more.push_str(&launch_args(l));
         }
         if let Some(g) = k.graph.get(i).copied().flatten() {
-            args.push_str(&format!(", \"graph id\": {g}"));
+            more.push_str(&format!(", \"graph id\": {g}"));
         }
         if let Some(node) = k.graph_node.get(i).copied().flatten() {
-            args.push_str(&format!(", \"graph node\": {node}"));
+            more.push_str(&format!(", \"graph node\": {node}"));
         }
-        let cat = if kernel.kind == OpKind::Graph {
-            "cuda_graph"
-        } else {
-            "kernel"
-        };
-        let span = Span {
-            cat,
-            name: &kernel.name,
-            pid: device.into(),
-            tid: stream,
-            ts: abs(t, k.start[i]),
+        let op = OpEvent {
+            row: k.kernel[i],
+            stream: k.stream[i],
+            start: k.start[i],
             dur: k.dur[i],
+            call: t.calls.kernel_call.get(i).copied().flatten(),
+            own_args: String::new(),
+            more_args: more,
+            cat: |kind| match kind {
+                OpKind::Graph => "cuda_graph",
+                _ => "kernel",
+            },
         };
-        let call = t.calls.kernel_call.get(i).copied().flatten();
-        flows.op(t, call, span, &mut args, ev)?;
-        n += 1;
+        n += u64::from(cx.write(op, flows, ev)?);
     }
     Ok(n)
 }
@@ -449,46 +489,27 @@ fn launch_args(l: &llmprof_bundle::Launch) -> String {
 }
 
 fn write_mem_ops<W: Write>(
-    b: &Bundle,
-    t: &Timeline,
-    device: u32,
-    row_args: &[String],
+    cx: &OpContext<'_>,
     flows: &mut Flows,
     ev: &mut Events<'_, W>,
 ) -> io::Result<u64> {
-    let m = &t.mem_ops;
+    let (t, m) = (cx.t, &cx.t.mem_ops);
     let mut n = 0;
     for i in 0..m.start.len() {
-        let row = m.kernel[i] as usize;
-        let Some(op) = b.kernels.get(row) else {
-            continue;
-        };
-        let cat = if op.kind == OpKind::Memset {
-            "gpu_memset"
-        } else {
-            "gpu_memcpy"
-        };
-        let stream = t.streams.get(m.stream[i] as usize).copied().unwrap_or(0);
-        let mut args = format!(
-            "\"device\": {device}, \"stream\": {stream}, \"bytes\": {}, {}",
-            m.bytes[i], row_args[row]
-        );
-        let span = Span {
-            cat,
-            name: &op.name,
-            pid: device.into(),
-            tid: stream,
-            ts: abs(t, m.start[i]),
+        let op = OpEvent {
+            row: m.kernel[i],
+            stream: m.stream[i],
+            start: m.start[i],
             dur: m.dur[i],
+            call: t.calls.mem_op_call.get(i).copied().flatten(),
+            own_args: format!("\"bytes\": {}, ", m.bytes[i]),
+            more_args: String::new(),
+            cat: |kind| match kind {
+                OpKind::Memset => "gpu_memset",
+                _ => "gpu_memcpy",
+            },
         };
-        flows.op(
-            t,
-            t.calls.mem_op_call.get(i).copied().flatten(),
-            span,
-            &mut args,
-            ev,
-        )?;
-        n += 1;
+        n += u64::from(cx.write(op, flows, ev)?);
     }
     Ok(n)
 }

@@ -274,12 +274,8 @@ fn copy_data(
     run_out: &Path,
     skipped: &mut Vec<String>,
 ) -> Result<(), SiteError> {
-    fs::create_dir_all(run_out).map_err(|e| SiteError::Write {
-        path: run_out.to_path_buf(),
-        source: e,
-    })?;
-    copy_raw(run.dir, run_out)?;
-    copy_bundle_and_timeline(run, timeline_src, run_out, skipped)
+    copy_bundle_and_timeline(run, timeline_src, run_out, skipped)?;
+    copy_raw(run.dir, run_out)
 }
 
 /// The bundle and timeline of `run` as JSON and data scripts in `run_out`.

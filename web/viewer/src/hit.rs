@@ -5,9 +5,6 @@ use crate::lod::SpanIndex;
 use crate::model::{Run, Target};
 use crate::viewport::Viewport;
 
-/// Most spans looked at backwards from the pointer (overlapping ranges on one lane).
-const BACK_STEPS: usize = 256;
-
 /// The span of `ix` nearest to time `t` within `tol` ns: one containing `t` if any (the
 /// shortest of those, so a kernel inside a long one is reachable), else the closest edge.
 pub fn nearest(ix: &SpanIndex, t: f64, tol: f64) -> Option<usize> {
@@ -15,15 +12,9 @@ pub fn nearest(ix: &SpanIndex, t: f64, tol: f64) -> Option<usize> {
         return None;
     }
     let hi = ix.first_starting_at(((t + tol).max(0.0).ceil() as u64).saturating_add(1));
+    let reach = (t - tol).max(0.0).floor() as u64;
     let mut best: Option<(f64, u64, usize)> = None;
-    let mut j = hi;
-    let mut steps = 0;
-    while j > 0 && steps < BACK_STEPS {
-        j -= 1;
-        steps += 1;
-        if (ix.max_end_upto(j) as f64) < t - tol {
-            break;
-        }
+    for j in ix.reaching_back(hi, reach) {
         let (s, e) = (ix.start(j) as f64, ix.end(j) as f64);
         let dist = if t < s {
             s - t
@@ -138,6 +129,23 @@ mod tests {
         let i = ix(&[(0, 1000), (100, 10)]);
         assert_eq!(nearest(&i, 105.0, 0.0), Some(1));
         assert_eq!(nearest(&i, 500.0, 0.0), Some(0));
+    }
+
+    /// A long span behind thousands of short ones (a long kernel on one stream with a burst of
+    /// short ones on another, merged into one lane; a stage over many nested ones) is reached:
+    /// the walk skips whole blocks that end before the pointer.
+    #[test]
+    fn a_long_span_behind_many_short_ones_is_found() {
+        let mut spans = vec![(0u64, 1_000_000u64)];
+        spans.extend((0..5000).map(|i| (10 + i * 100, 50)));
+        let i = ix(&spans);
+        // Between two short spans, inside only the long one.
+        assert_eq!(nearest(&i, 499_980.0, 0.0), Some(0));
+        // Inside a short one: the shorter enclosing span wins.
+        assert_eq!(nearest(&i, 400_030.0, 0.0), Some(1 + 4000));
+        // Every short span is reachable too, and a point after everything hits nothing.
+        assert_eq!(nearest(&i, 10.0 + 4999.0 * 100.0 + 25.0, 0.0), Some(5000));
+        assert_eq!(nearest(&i, 2_000_000.0, 0.0), None);
     }
 
     #[test]

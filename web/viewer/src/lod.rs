@@ -25,6 +25,8 @@ pub struct SpanIndex {
     prefix: Vec<u64>,
     /// The longest span of each block of [`BLOCK`] spans.
     block_best: Vec<u32>,
+    /// The latest end of each block of [`BLOCK`] spans.
+    block_max_end: Vec<u64>,
 }
 
 /// One thing to draw, in pixels from the left of the plot area.
@@ -66,8 +68,34 @@ impl SpanIndex {
                 .max_by_key(|&i| (ix.dur(i), std::cmp::Reverse(i)))
                 .unwrap_or(chunk_start);
             ix.block_best.push(best as u32);
+            let latest = (chunk_start..chunk_end)
+                .map(|i| ix.end[i])
+                .max()
+                .unwrap_or(0);
+            ix.block_max_end.push(latest);
         }
         ix
+    }
+
+    /// Positions before `hi` whose span ends at or after `t`, latest first: whole blocks that
+    /// end before `t` are skipped, and the walk stops where no earlier span reaches `t` — so
+    /// a long span behind any number of short ones is found.
+    pub fn reaching_back(&self, hi: usize, t: u64) -> impl Iterator<Item = usize> + '_ {
+        let mut j = hi.min(self.len());
+        std::iter::from_fn(move || loop {
+            if j == 0 || self.max_end[j - 1] < t {
+                return None;
+            }
+            j -= 1;
+            if j % BLOCK == BLOCK - 1 && self.block_max_end[j / BLOCK] < t {
+                // The whole block ends before `t`: jump to the end of the previous one.
+                j -= BLOCK - 1;
+                continue;
+            }
+            if self.end[j] >= t {
+                return Some(j);
+            }
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -100,11 +128,6 @@ impl SpanIndex {
     pub fn first_running_at(&self, t: u64) -> usize {
         // `max_end` never decreases: every span before this point ends by `t`.
         self.max_end.partition_point(|&e| e <= t)
-    }
-
-    /// The latest end among spans `0..=pos`.
-    pub fn max_end_upto(&self, pos: usize) -> u64 {
-        self.max_end[pos]
     }
 
     /// Summed duration of spans `a..b`.

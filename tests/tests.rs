@@ -5,6 +5,7 @@
 mod common;
 
 mod analysis;
+mod bad_input;
 mod capture;
 mod charts;
 mod cli;

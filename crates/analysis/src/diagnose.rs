@@ -14,6 +14,10 @@ use crate::throughput::BUSY_LAUNCH_BOUND_PCT;
 /// A kernel shorter than this is dominated by fixed per-launch costs on the GPU side too.
 const SHORT_KERNEL_NS: f64 = 10_000.0;
 
+/// Longest kernel name an evidence sentence quotes (templated names run to megabytes); the
+/// kernel tables keep the whole name.
+const EVIDENCE_NAME_CHARS: usize = 240;
+
 /// Every finding for the bundle, most important first.
 pub fn findings(
     bundle: &Bundle,
@@ -566,7 +570,7 @@ fn top_kernels(bundle: &Bundle, src: &str) -> Option<Finding> {
         .map(|k| {
             format!(
                 "{} ({}): {:.1}% {what}, {} in {} calls of {} mean ({src})",
-                llmprof_bundle::names::display_name(&k.name),
+                llmprof_bundle::names::display_name_short(&k.name, EVIDENCE_NAME_CHARS),
                 k.category.as_str(),
                 share(k.total_ns),
                 ms(k.total_ns),
@@ -744,7 +748,7 @@ fn tensor_cores(bundle: &Bundle, kernels: &[KernelAnalysis]) -> Option<Finding> 
         let k = bundle.kernels.get(*id as usize)?;
         Some(format!(
             "{}: {why}, {:.1}% of kernel time",
-            llmprof_bundle::names::display_name(&k.name),
+            llmprof_bundle::names::display_name_short(&k.name, EVIDENCE_NAME_CHARS),
             k.time_pct
         ))
     }));

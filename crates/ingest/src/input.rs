@@ -59,14 +59,57 @@ pub fn is_gzip(path: &Path) -> bool {
         && magic == GZIP_MAGIC
 }
 
-/// All bytes of `path`, inflated when gzip-compressed, memory-mapped otherwise.
+/// Most a gzip input may inflate to, per compressed byte: profiler JSON and SQLite compress
+/// 5–30×, a gzip bomb a thousandfold.
+pub const MAX_INFLATE_RATIO: u64 = 100;
+/// Inflating up to this much is always allowed, whatever the ratio (small, very repetitive
+/// files).
+pub const MIN_INFLATE_CAP: u64 = 256 << 20;
+
+/// How much `path`, gzip-compressed, may inflate to: [`MAX_INFLATE_RATIO`] × its size, at
+/// least [`MIN_INFLATE_CAP`].
+fn inflate_cap(path: &Path) -> u64 {
+    let compressed = std::fs::metadata(path).map_or(0, |m| m.len());
+    compressed
+        .saturating_mul(MAX_INFLATE_RATIO)
+        .max(MIN_INFLATE_CAP)
+}
+
+/// Inflates `path` into `out`, stopping with an error naming the file once more than
+/// [`inflate_cap`] bytes came out.
+fn inflate_capped(
+    what: &'static str,
+    path: &Path,
+    file: &mut File,
+    out: &mut dyn std::io::Write,
+) -> Result<(), IngestError> {
+    let cap = inflate_cap(path);
+    let dec = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+    let copied = std::io::copy(&mut dec.take(cap + 1), out)
+        .map_err(|e| IngestError::invalid(what, path, format!("corrupt gzip stream: {e}")))?;
+    if copied > cap {
+        return Err(IngestError::invalid(
+            what,
+            path,
+            format!(
+                "inflates past {} MB ({}× its compressed size, or {} MB at least): a gzip bomb \
+                 or a corrupt file; if it is a real trace, gunzip it and pass the plain file",
+                cap >> 20,
+                MAX_INFLATE_RATIO,
+                MIN_INFLATE_CAP >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// All bytes of `path`, inflated when gzip-compressed (at most [`inflate_cap`]),
+/// memory-mapped otherwise.
 pub fn read_bytes(what: &'static str, path: &Path) -> Result<InputBytes, IngestError> {
     let mut file = open_file(what, path)?;
     if is_gzip(path) {
         let mut out = Vec::new();
-        flate2::read::MultiGzDecoder::new(std::io::BufReader::new(&mut file))
-            .read_to_end(&mut out)
-            .map_err(|e| IngestError::invalid(what, path, format!("corrupt gzip stream: {e}")))?;
+        inflate_capped(what, path, &mut file, &mut out)?;
         if out.is_empty() {
             return Err(IngestError::Empty {
                 what,
@@ -88,10 +131,8 @@ pub fn gunzip_to_temp(
     what: &'static str,
     path: &Path,
 ) -> Result<tempfile::NamedTempFile, IngestError> {
-    let file = open_file(what, path)?;
+    let mut file = open_file(what, path)?;
     let mut tmp = tempfile::NamedTempFile::new().map_err(|e| IngestError::io(what, path, e))?;
-    let mut dec = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
-    std::io::copy(&mut dec, tmp.as_file_mut())
-        .map_err(|e| IngestError::invalid(what, path, format!("corrupt gzip stream: {e}")))?;
+    inflate_capped(what, path, &mut file, tmp.as_file_mut())?;
     Ok(tmp)
 }

@@ -196,6 +196,42 @@ pub fn peak(
     }
 }
 
+/// The peak one model instance has: the device's × the parallel degree (the GPUs the model is
+/// split over, `workload.parallel_degree`), so MFU = the model's FLOPs / (degree × peak ×
+/// wall). A multi-rank run without a degree keeps one GPU's peak and says that every rank is
+/// counted as running the whole model.
+pub fn across_gpus(mut p: Peak, bundle: &Bundle) -> Peak {
+    let degree = bundle
+        .workload
+        .as_ref()
+        .and_then(|w| w.parallel_degree.as_ref());
+    match degree {
+        Some(d) if d.value > 1 => {
+            let n = d.value as f64;
+            p.tflops *= n;
+            p.gbps *= n;
+            p.measured_tflops = p.measured_tflops.map(|v| v * n);
+            p.measured_gbps = p.measured_gbps.map(|v| v * n);
+            p.source = format!(
+                "{} × {} GPUs (parallel degree, {})",
+                p.source, d.value, d.source
+            );
+        }
+        Some(_) => {}
+        None => {
+            if let Some(r) = &bundle.ranks {
+                p.source = format!(
+                    "{}; one GPU's peak: no parallel degree given (--parallel-degree), so each \
+                     of the {} ranks is counted as running the whole model (data parallel)",
+                    p.source,
+                    r.ranks.len()
+                );
+            }
+        }
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,40 +290,4 @@ mod tests {
         assert!(p.source.contains("H200 SXM") && p.source.contains("139.8 GiB"));
         assert_eq!(peak(Some(&h200), "fp32", None).unwrap().tflops, 67.0);
     }
-}
-
-/// The peak one model instance has: the device's × the parallel degree (the GPUs the model is
-/// split over, `workload.parallel_degree`), so MFU = the model's FLOPs / (degree × peak ×
-/// wall). A multi-rank run without a degree keeps one GPU's peak and says that every rank is
-/// counted as running the whole model.
-pub fn across_gpus(mut p: Peak, bundle: &Bundle) -> Peak {
-    let degree = bundle
-        .workload
-        .as_ref()
-        .and_then(|w| w.parallel_degree.as_ref());
-    match degree {
-        Some(d) if d.value > 1 => {
-            let n = d.value as f64;
-            p.tflops *= n;
-            p.gbps *= n;
-            p.measured_tflops = p.measured_tflops.map(|v| v * n);
-            p.measured_gbps = p.measured_gbps.map(|v| v * n);
-            p.source = format!(
-                "{} × {} GPUs (parallel degree, {})",
-                p.source, d.value, d.source
-            );
-        }
-        Some(_) => {}
-        None => {
-            if let Some(r) = &bundle.ranks {
-                p.source = format!(
-                    "{}; one GPU's peak: no parallel degree given (--parallel-degree), so each \
-                     of the {} ranks is counted as running the whole model (data parallel)",
-                    p.source,
-                    r.ranks.len()
-                );
-            }
-        }
-    }
-    p
 }

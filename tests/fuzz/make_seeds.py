@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Builds the fuzz targets' seed corpora from the real fixtures (run from tests/fuzz/):
+small valid inputs cut from them, each under 16 kB so libFuzzer mutates them quickly.
+
+* corpus/kineto: the H200 trace's header with slices of its events (kernels, runtime calls,
+  annotations, flows), and the HTA NCCL traces' header (distributedInfo) with NCCL kernels
+  carrying their collective args;
+* corpus/ncu: each Nsight Compute CSV format of the fixtures, header plus the first rows;
+* corpus/model_config: every model config.json of the sample runs.
+"""
+import glob
+import gzip
+import hashlib
+import json
+import os
+
+FIX = "../fixtures"
+
+
+def put(kind, data):
+    os.makedirs(f"corpus/{kind}", exist_ok=True)
+    name = hashlib.sha1(data).hexdigest()[:16]
+    with open(f"corpus/{kind}/{name}", "wb") as f:
+        f.write(data)
+
+
+def trace_seeds(path, per_seed, seeds, pick=None):
+    doc = json.load(gzip.open(path))
+    events = doc.pop("traceEvents")
+    if pick:
+        events = [e for e in events if pick(e)] + events[:per_seed]
+    doc.pop("deviceProperties", None)
+    step = max(1, len(events) // seeds)
+    for i in range(seeds):
+        sl = events[i * step : i * step + per_seed]
+        data = json.dumps({**doc, "traceEvents": sl}, separators=(",", ":")).encode()
+        if len(data) < 16384:
+            put("kineto", data)
+
+
+trace_seeds(f"{FIX}/h200-qwen2-0.5b/kineto_trace.json.gz", 24, 12)
+nccl = lambda e: "nccl" in str(e.get("name", "")).lower()
+trace_seeds(f"{FIX}/hta-multirank/nccl_rank0_of_2.json.gz", 8, 4, nccl)
+trace_seeds(f"{FIX}/hta-multirank/sampled_rank-0.json.gz", 12, 4, nccl)
+
+seen = set()
+for csv in sorted(glob.glob(f"{FIX}/**/*.csv", recursive=True)):
+    if "ncu" not in csv or "nsys" in os.path.basename(csv):
+        continue
+    fmt = os.path.basename(csv).split(".")[-2] if csv.endswith(".csv") else ""
+    lines = open(csv, "rb").read().splitlines(keepends=True)
+    data = b"".join(lines[:6])[:16000]
+    key = (fmt, data[:200])
+    if key in seen:
+        continue
+    seen.add(key)
+    put("ncu", data)
+
+for cfg in sorted(glob.glob(f"{FIX}/**/config.json", recursive=True)):
+    put("model_config", open(cfg, "rb").read())
+
+for kind in ("kineto", "ncu", "model_config"):
+    print(kind, len(os.listdir(f"corpus/{kind}")))

@@ -11,5 +11,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(model) = llmprof_analysis::model::Model::from_config(&config) else {
         return;
     };
-    let _ = (model.params(), model.kv_bytes_per_token(), model.conventions());
+    let _ = (
+        model.params(),
+        model.kv_bytes_per_token(),
+        model.conventions(),
+    );
 });

@@ -41,7 +41,15 @@ pub(crate) struct Collectives {
 impl Collectives {
     /// Counts a kernel if it is a communication kernel: by its NCCL metadata where the trace
     /// gives it, else by its name.
-    pub(crate) fn add(&mut self, name: &str, comm: Option<CommArgs<'_>>, dur: u64) {
+    /// Counts one kernel: by its NCCL args, else by its name when `communication_by_name`
+    /// (`names::category`, which the caller computes once per name).
+    pub(crate) fn add(
+        &mut self,
+        name: &str,
+        comm: Option<CommArgs<'_>>,
+        communication_by_name: bool,
+        dur: u64,
+    ) {
         let key = match comm {
             Some(c) => Key {
                 collective: names::collective_of_arg(c.collective),
@@ -50,7 +58,7 @@ impl Collectives {
                 dtype: c.dtype.map(str::to_string),
                 from_args: true,
             },
-            None if names::category(name) == Category::Communication => Key {
+            None if communication_by_name => Key {
                 collective: names::collective(name).unwrap_or("unknown").to_string(),
                 process_group: None,
                 group_size: None,

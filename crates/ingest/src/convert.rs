@@ -71,6 +71,8 @@ struct RowAcc {
     launches: HashMap<Launch, u64>,
     bytes: u64,
     graph_calls: u64,
+    /// `names::category` says communication: computed once per name, not per op.
+    communication: bool,
 }
 
 #[derive(Debug)]
@@ -188,11 +190,13 @@ impl TraceConverter {
             }),
             _ => op.graph,
         };
-        if let GpuOp::Kernel { name, comm, .. } = op.op {
-            self.collectives.add(name, comm, span(op.start, op.end));
-        }
         let row = self.row_of(kind, name, &op.op);
         let acc = &mut self.rows[row as usize];
+        if let GpuOp::Kernel { name, comm, .. } = op.op {
+            let by_name = acc.communication;
+            self.collectives
+                .add(name, comm, by_name, span(op.start, op.end));
+        }
         acc.durations.push(span(op.start, op.end));
         acc.bytes += bytes;
         if let Some(l) = launch {
@@ -230,6 +234,8 @@ impl TraceConverter {
             GpuOp::Graph { graph } => format!("graph {graph}"),
         };
         ids.insert(name.to_string(), id);
+        let communication =
+            kind == OpKind::Kernel && names::category(&name) == Category::Communication;
         self.rows.push(RowAcc {
             kind,
             name: name.into_owned(),
@@ -238,6 +244,7 @@ impl TraceConverter {
             launches: HashMap::default(),
             bytes: 0,
             graph_calls: 0,
+            communication,
         });
         id
     }

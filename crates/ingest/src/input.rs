@@ -88,19 +88,24 @@ fn inflate_capped(
     let copied = std::io::copy(&mut dec.take(cap + 1), out)
         .map_err(|e| IngestError::invalid(what, path, format!("corrupt gzip stream: {e}")))?;
     if copied > cap {
-        return Err(IngestError::invalid(
-            what,
-            path,
-            format!(
-                "inflates past {} MB ({}× its compressed size, or {} MB at least): a gzip bomb \
-                 or a corrupt file; if it is a real trace, gunzip it and pass the plain file",
-                cap >> 20,
-                MAX_INFLATE_RATIO,
-                MIN_INFLATE_CAP >> 20
-            ),
-        ));
+        return Err(bomb(what, path, cap));
     }
     Ok(())
+}
+
+/// The error for a gzip input that inflated past `cap`.
+fn bomb(what: &'static str, path: &Path, cap: u64) -> IngestError {
+    IngestError::invalid(
+        what,
+        path,
+        format!(
+            "inflates past {} MB ({}× its compressed size, or {} MB at least): a gzip bomb \
+             or a corrupt file; if it is a real trace, gunzip it and pass the plain file",
+            cap >> 20,
+            MAX_INFLATE_RATIO,
+            MIN_INFLATE_CAP >> 20
+        ),
+    )
 }
 
 /// All bytes of `path`, inflated when gzip-compressed (at most [`inflate_cap`]),
@@ -135,4 +140,145 @@ pub fn gunzip_to_temp(
     let mut tmp = tempfile::NamedTempFile::new().map_err(|e| IngestError::io(what, path, e))?;
     inflate_capped(what, path, &mut file, tmp.as_file_mut())?;
     Ok(tmp)
+}
+
+/// A window that moves forward through one input file, plain or gzip-compressed, so that a
+/// reader holds only the part it is parsing: a plain file is memory-mapped one window at a
+/// time (the pages behind the window leave the process), a gzip file is inflated as the
+/// window moves (never whole, and at most [`inflate_cap`] in all).
+#[derive(Debug)]
+pub struct InputWindow {
+    what: &'static str,
+    path: std::path::PathBuf,
+    /// Offset of the window's first byte in the (inflated) input.
+    base: u64,
+    at_end: bool,
+    source: WindowSource,
+}
+
+#[derive(Debug)]
+enum WindowSource {
+    Mapped {
+        file: File,
+        len: u64,
+        map: Option<memmap2::Mmap>,
+    },
+    Gzip {
+        decoder: Box<flate2::read::MultiGzDecoder<std::io::BufReader<File>>>,
+        buf: Vec<u8>,
+        inflated: u64,
+        cap: u64,
+    },
+}
+
+impl InputWindow {
+    /// Opens `path` with a first window of at least `len` bytes (fewer at the input's end).
+    pub fn open(what: &'static str, path: &Path, len: usize) -> Result<Self, IngestError> {
+        let file = open_file(what, path)?;
+        let source = if is_gzip(path) {
+            WindowSource::Gzip {
+                decoder: Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(
+                    file,
+                ))),
+                buf: Vec::new(),
+                inflated: 0,
+                cap: inflate_cap(path),
+            }
+        } else {
+            let len = file
+                .metadata()
+                .map_err(|e| IngestError::io(what, path, e))?
+                .len();
+            WindowSource::Mapped {
+                file,
+                len,
+                map: None,
+            }
+        };
+        let mut w = InputWindow {
+            what,
+            path: path.to_path_buf(),
+            base: 0,
+            at_end: false,
+            source,
+        };
+        w.advance(0, len)?;
+        if w.bytes().is_empty() {
+            return Err(IngestError::Empty {
+                what,
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(w)
+    }
+
+    /// The window's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.source {
+            WindowSource::Mapped { map, .. } => map.as_deref().unwrap_or(&[]),
+            WindowSource::Gzip { buf, .. } => buf,
+        }
+    }
+
+    /// Offset of `bytes()[0]` in the input (inflated, for gzip).
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Whether the window holds the input's last byte.
+    pub fn at_end(&self) -> bool {
+        self.at_end
+    }
+
+    /// Moves the window to start at `bytes()[from]` and holds at least `len` bytes from there,
+    /// or all that is left.
+    pub fn advance(&mut self, from: usize, len: usize) -> Result<(), IngestError> {
+        let from = from.min(self.bytes().len());
+        self.base += from as u64;
+        let (what, path) = (self.what, self.path.as_path());
+        match &mut self.source {
+            WindowSource::Mapped {
+                file,
+                len: size,
+                map,
+            } => {
+                *map = None;
+                let want = (len as u64).min(size.saturating_sub(self.base));
+                self.at_end = self.base + want >= *size;
+                if want > 0 {
+                    // SAFETY: as in `read_bytes`: a read-only map of a file not rewritten
+                    // while it is ingested.
+                    #[allow(unsafe_code)]
+                    let m = unsafe {
+                        memmap2::MmapOptions::new()
+                            .offset(self.base)
+                            .len(want as usize)
+                            .map(&*file)
+                    }
+                    .map_err(|e| IngestError::io(what, path, e))?;
+                    *map = Some(m);
+                }
+            }
+            WindowSource::Gzip {
+                decoder,
+                buf,
+                inflated,
+                cap,
+            } => {
+                buf.drain(..from);
+                while buf.len() < len && !self.at_end {
+                    let need = (len - buf.len()).max(1 << 16) as u64;
+                    let got = (&mut **decoder).take(need).read_to_end(buf).map_err(|e| {
+                        IngestError::invalid(what, path, format!("corrupt gzip stream: {e}"))
+                    })?;
+                    *inflated += got as u64;
+                    self.at_end = got == 0;
+                    if *inflated > *cap {
+                        return Err(bomb(what, path, *cap));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }

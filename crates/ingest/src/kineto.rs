@@ -23,6 +23,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use crate::chunked::{self, ChunkError, Chunking, ElementParser};
 use crate::convert::{span, TraceConverter};
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::KINETO, IngestError};
@@ -58,16 +59,38 @@ pub fn read(
     conv: Option<&mut TraceConverter>,
     diags: &mut Diagnostics,
 ) -> Result<KinetoInput, IngestError> {
-    let bytes = input::read_bytes(KINETO, path)?;
+    read_chunked(path, conv, diags, Chunking::default())
+}
+
+/// [`read`] with the window, piece and worker counts given.
+fn read_chunked(
+    path: &Path,
+    conv: Option<&mut TraceConverter>,
+    diags: &mut Diagnostics,
+    chunking: Chunking,
+) -> Result<KinetoInput, IngestError> {
+    let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
     let mut sink = Sink::new(conv, diags);
-    let header = {
-        let mut de = serde_json::Deserializer::from_slice(&bytes);
-        let header = TraceSeed { sink: &mut sink }
-            .deserialize(&mut de)
-            .and_then(|h| de.end().map(|()| h))
-            .map_err(|e| json_error(path, &e))?;
-        header
-    };
+    let doc = chunked::read(
+        &mut win,
+        chunking,
+        "traceEvents",
+        HEADER_KEYS,
+        &EventParser,
+        |events| events.into_iter().for_each(|ev| sink.event(ev)),
+    )
+    .map_err(|e| chunk_error(path, e))?;
+    drop(win);
+    let header = Header::from_raw(&doc).map_err(|e| {
+        IngestError::invalid(
+            KINETO,
+            path,
+            format!(
+                "JSON is not a PyTorch profiler chrome trace ({})",
+                message(&e)
+            ),
+        )
+    })?;
     if !header.saw_events {
         return Err(IngestError::invalid(
             KINETO,
@@ -121,19 +144,36 @@ pub fn read(
     })
 }
 
-fn json_error(path: &Path, e: &serde_json::Error) -> IngestError {
-    let message = match e.classify() {
-        serde_json::error::Category::Eof => format!(
-            "the JSON ends early ({e}); the trace looks truncated — was the profiler \
-             interrupted while writing it?"
+/// The user's message for a failed read of the trace at `path`.
+fn chunk_error(path: &Path, e: ChunkError) -> IngestError {
+    let message = match e {
+        ChunkError::Input(e) => return e,
+        ChunkError::Eof { offset } => format!(
+            "the JSON ends early (at byte {offset}); the trace looks truncated — was the \
+             profiler interrupted while writing it?"
         ),
-        serde_json::error::Category::Syntax => format!("not valid JSON ({e})"),
-        serde_json::error::Category::Data => {
-            format!("JSON is not a PyTorch profiler chrome trace ({e})")
-        }
-        serde_json::error::Category::Io => format!("read error ({e})"),
+        ChunkError::Shape { offset, what } => format!(
+            "not valid JSON, or not a PyTorch profiler chrome trace: expected {what} at byte \
+             {offset}"
+        ),
+        ChunkError::Json { offset, error } => match error.classify() {
+            serde_json::error::Category::Data => format!(
+                "JSON is not a PyTorch profiler chrome trace ({} at byte {offset})",
+                message(&error)
+            ),
+            _ => format!("not valid JSON ({} at byte {offset})", message(&error)),
+        },
     };
     IngestError::invalid(KINETO, path, message)
+}
+
+/// serde_json's message without its line and column (which count from a piece, not the file).
+fn message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rsplit_once(" at line ") {
+        Some((m, _)) => m.to_string(),
+        None => s,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,83 +287,64 @@ struct DeviceProps {
     num_sms: Option<u64>,
 }
 
-struct TraceSeed<'s, 'c, 'd> {
-    sink: &'s mut Sink<'c, 'd>,
-}
+/// The top-level keys read besides `traceEvents`.
+const HEADER_KEYS: &[&str] = &[
+    "deviceProperties",
+    "cuda_driver_version",
+    "cuda_runtime_version",
+    "cupti_version",
+    "schemaVersion",
+    "baseTimeNanoseconds",
+    "distributedInfo",
+];
 
-impl<'de> DeserializeSeed<'de> for TraceSeed<'_, '_, '_> {
-    type Value = Header;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Header, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
-    type Value = Header;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object with `traceEvents`")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Header, A::Error> {
-        let mut h = Header::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match key.as_ref() {
-                "traceEvents" => {
-                    map.next_value_seed(EventsSeed {
-                        sink: &mut *self.sink,
-                    })?;
-                    h.saw_events = true;
-                }
+impl Header {
+    /// The header from the document's raw top-level values.
+    fn from_raw(doc: &chunked::Document) -> Result<Header, serde_json::Error> {
+        let mut h = Header {
+            saw_events: doc.saw_array,
+            ..Header::default()
+        };
+        for (key, raw) in &doc.header {
+            let text = raw.get();
+            let lenient = || serde_json::from_str::<Lenient>(text);
+            match key.as_str() {
                 "deviceProperties" => {
-                    h.devices = map
-                        .next_value::<Option<Vec<DeviceProps>>>()?
-                        .unwrap_or_default()
+                    h.devices =
+                        serde_json::from_str::<Option<Vec<DeviceProps>>>(text)?.unwrap_or_default()
                 }
-                "cuda_driver_version" => h.cuda_driver_version = map.next_value::<Lenient>()?.u64(),
-                "cuda_runtime_version" => {
-                    h.cuda_runtime_version = map.next_value::<Lenient>()?.u64()
-                }
-                "cupti_version" => h.cupti_version = map.next_value::<Lenient>()?.u64(),
-                "schemaVersion" => h.schema_version = map.next_value::<Lenient>()?.u64(),
-                "baseTimeNanoseconds" => {
-                    h.base_time_ns = map.next_value::<Lenient>()?.i64();
-                }
-                "distributedInfo" => {
-                    h.distributed = map.next_value::<Option<DistributedInfo>>()?;
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                "cuda_driver_version" => h.cuda_driver_version = lenient()?.u64(),
+                "cuda_runtime_version" => h.cuda_runtime_version = lenient()?.u64(),
+                "cupti_version" => h.cupti_version = lenient()?.u64(),
+                "schemaVersion" => h.schema_version = lenient()?.u64(),
+                "baseTimeNanoseconds" => h.base_time_ns = lenient()?.i64(),
+                "distributedInfo" => h.distributed = serde_json::from_str(text)?,
+                _ => {}
             }
         }
         Ok(h)
     }
 }
 
-struct EventsSeed<'s, 'c, 'd> {
-    sink: &'s mut Sink<'c, 'd>,
-}
+/// Parses trace events, keeping complete (`X`) events only.
+struct EventParser;
 
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_, '_, '_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EventsSeed<'_, '_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("the `traceEvents` array")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(ev) = seq.next_element::<RawEvent<'de>>()? {
-            self.sink.event(ev);
+impl ElementParser for EventParser {
+    type Element<'a> = RawEvent<'a>;
+    fn parse<'a>(
+        &self,
+        bytes: &'a [u8],
+    ) -> Result<(Option<RawEvent<'a>>, usize), serde_json::Error> {
+        let mut it = serde_json::Deserializer::from_slice(bytes).into_iter::<RawEvent<'a>>();
+        match it.next() {
+            Some(Ok(ev)) => {
+                let keep = ev.ph.as_deref() == Some("X");
+                Ok((keep.then_some(ev), it.byte_offset()))
+            }
+            Some(Err(e)) => Err(e),
+            None => RawEvent::deserialize(&mut serde_json::Deserializer::from_slice(b""))
+                .map(|_| (None, bytes.len())),
         }
-        Ok(())
     }
 }
 
@@ -1742,6 +1763,39 @@ mod quirk_tests {
         let input = read(&path, Some(&mut conv), &mut diags).unwrap();
         let parts = conv.finish(&mut diags);
         (parts, input, diags.finish())
+    }
+
+    /// Small windows and pieces on several workers read a real trace exactly as one piece
+    /// on one thread does: the same records, in the same order, to the converter.
+    #[test]
+    fn tiny_chunks_read_what_one_piece_reads() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/");
+        let whole = Chunking {
+            window: 1 << 40,
+            piece: 1 << 40,
+            workers: 1,
+        };
+        let tiny = Chunking {
+            window: 4 << 10,
+            piece: 512,
+            workers: 3,
+        };
+        for f in [
+            "h100-cuda-graphs/kineto_trace.json.gz",
+            "hta-multirank/sampled_rank-1.json.gz",
+        ] {
+            let path = std::path::PathBuf::from(fixtures).join(f);
+            let read_with = |c: Chunking| {
+                let mut conv = TraceConverter::new();
+                let mut diags = Diagnostics::new(Source::Kineto, "t.json");
+                let input = read_chunked(&path, Some(&mut conv), &mut diags, c).unwrap();
+                let parts = conv.finish(&mut diags);
+                format!("{parts:?}\n{input:?}\n{:?}", diags.finish())
+            };
+            let (a, b) = (read_with(whole), read_with(tiny));
+            assert!(a.len() > 10_000, "{f}: {a}");
+            assert!(a == b, "{f}: tiny chunks read differently");
+        }
     }
 
     fn launch(corr: u32, ts: &str, name: &str) -> String {

@@ -6,6 +6,7 @@
 //! never leave the module that parses them. [`ingest`] runs the parsers a request names and
 //! assembles one bundle; `llmprof-store` writes it into the runs directory.
 
+mod chunked;
 pub mod communication;
 pub mod convert;
 pub mod diagnostics;

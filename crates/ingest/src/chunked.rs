@@ -1,0 +1,585 @@
+//! Reading a JSON document whose bulk is one array of objects (kineto's `traceEvents`) from an
+//! [`InputWindow`] that moves through the file, with the array's elements parsed on every core.
+//!
+//! The walk over the top-level object is sequential; the array is split into pieces at
+//! *candidate* element boundaries (`}` `,` `{` with whitespace between). A candidate may lie
+//! inside a string, so it is only a guess: each piece is parsed by a worker from its candidate
+//! up to the first element that starts at or after the next piece's candidate, and the pieces
+//! are consumed in order. A piece is used only when it starts exactly where the verified parse
+//! of the pieces before it ended; otherwise the range is parsed again on the calling thread
+//! from the verified position. A wrong guess therefore costs time, never correctness, and an
+//! error met by a piece that started on a wrong guess is never reported.
+//!
+//! Elements reach the caller's sink in file order, one window at a time: nothing outlives its
+//! window, so memory is bounded by the window and its parsed elements, not by the file.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::error::IngestError;
+use crate::input::InputWindow;
+
+/// How the elements of the array are parsed.
+pub(crate) trait ElementParser: Sync {
+    type Element<'a>: Send;
+    /// Parses the element at the start of `bytes`: the element (`None` to drop it) and the
+    /// number of bytes it took.
+    fn parse<'a>(
+        &self,
+        bytes: &'a [u8],
+    ) -> Result<(Option<Self::Element<'a>>, usize), serde_json::Error>;
+}
+
+/// Where the reading failed: the input's byte offset and the problem.
+#[derive(Debug)]
+pub(crate) enum ChunkError {
+    /// Not JSON, or JSON of the wrong shape, at `offset`.
+    Json {
+        offset: u64,
+        error: serde_json::Error,
+    },
+    /// The input ends before the document does.
+    Eof { offset: u64 },
+    /// JSON of a shape the reader does not take (`what` says which).
+    Shape { offset: u64, what: &'static str },
+    /// Reading the input failed.
+    Input(IngestError),
+}
+
+/// The top level of a document: the raw text of the keys asked for, and whether the array
+/// was seen.
+#[derive(Debug, Default)]
+pub(crate) struct Document {
+    pub header: Vec<(String, Box<RawValue>)>,
+    pub saw_array: bool,
+}
+
+/// Tunables: the window's size and the size of the pieces handed to workers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunking {
+    pub window: usize,
+    pub piece: usize,
+    pub workers: usize,
+}
+
+impl Default for Chunking {
+    fn default() -> Self {
+        Chunking {
+            window: 32 << 20,
+            piece: 512 << 10,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// Reads the document in `win`: the top-level object's `header_keys` are returned as raw
+/// JSON, the elements of `array_key` go to `sink` in order, other keys are skipped.
+pub(crate) fn read<P: ElementParser>(
+    win: &mut InputWindow,
+    chunking: Chunking,
+    array_key: &str,
+    header_keys: &[&str],
+    parser: &P,
+    mut sink: impl for<'a> FnMut(Vec<P::Element<'a>>),
+) -> Result<Document, ChunkError> {
+    let mut doc = Document::default();
+    let mut pos = expect_byte(win, 0, b'{', "a JSON object")?;
+    pos = skip_ws_growing(win, pos)?;
+    if win.bytes().get(pos) == Some(&b'}') {
+        return trailing(win, pos + 1).map(|()| doc);
+    }
+    loop {
+        let (key, p) = value_at::<String>(win, pos)?;
+        pos = expect_byte(win, p, b':', "`:` after an object key")?;
+        pos = skip_ws_growing(win, pos)?;
+        if key == array_key {
+            pos = read_array(win, chunking, pos, parser, &mut sink)?;
+            doc.saw_array = true;
+        } else if header_keys.contains(&key.as_str()) {
+            let (raw, p) = value_at::<Box<RawValue>>(win, pos)?;
+            doc.header.push((key, raw));
+            pos = p;
+        } else {
+            pos = value_at::<IgnoredAny>(win, pos)?.1;
+        }
+        pos = skip_ws_growing(win, pos)?;
+        match win.bytes().get(pos) {
+            Some(b',') => pos = skip_ws_growing(win, pos + 1)?,
+            Some(b'}') => return trailing(win, pos + 1).map(|()| doc),
+            Some(_) => return Err(shape(win, pos, "`,` or `}` after an object value")),
+            None => return Err(eof(win, pos)),
+        }
+    }
+}
+
+/// Only whitespace may follow the document.
+fn trailing(win: &mut InputWindow, pos: usize) -> Result<(), ChunkError> {
+    let pos = skip_ws_growing(win, pos)?;
+    if pos < win.bytes().len() {
+        return Err(shape(win, pos, "nothing after the top-level object"));
+    }
+    Ok(())
+}
+
+/// Skips whitespace from `pos`, moving the window when it runs out; returns `bytes()`'s
+/// index of the next byte (`bytes().len()` at the input's end).
+fn skip_ws_growing(win: &mut InputWindow, mut pos: usize) -> Result<usize, ChunkError> {
+    loop {
+        pos = skip_ws(win.bytes(), pos);
+        if pos < win.bytes().len() || win.at_end() {
+            return Ok(pos);
+        }
+        let len = win.bytes().len().max(1 << 16);
+        win.advance(pos, len).map_err(ChunkError::Input)?;
+        pos = 0;
+    }
+}
+
+/// Skips whitespace, then expects `b`; returns the index after it.
+fn expect_byte(
+    win: &mut InputWindow,
+    pos: usize,
+    b: u8,
+    what: &'static str,
+) -> Result<usize, ChunkError> {
+    let pos = skip_ws_growing(win, pos)?;
+    match win.bytes().get(pos) {
+        Some(&c) if c == b => Ok(pos + 1),
+        Some(_) => Err(shape(win, pos, what)),
+        None => Err(eof(win, pos)),
+    }
+}
+
+/// Parses one value of type `T` at `pos`, moving and growing the window until the value fits
+/// in it; returns the value and the index after it.
+fn value_at<T>(win: &mut InputWindow, mut pos: usize) -> Result<(T, usize), ChunkError>
+where
+    T: for<'de> Deserialize<'de>,
+{
+    loop {
+        let bytes = win.bytes();
+        match parse_one::<T>(&bytes[pos..]) {
+            Ok((v, n)) => return Ok((v, pos + n)),
+            Err(e) if !win.at_end() && maybe_cut(&bytes[pos..], &e) => {
+                let len = (bytes.len() - pos).saturating_mul(2).max(1 << 16);
+                win.advance(pos, len).map_err(ChunkError::Input)?;
+                pos = 0;
+            }
+            Err(e) => return Err(json(win, pos, e)),
+        }
+    }
+}
+
+/// Parses one `T` at the start of `bytes`; the value and the bytes it took.
+fn parse_one<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<(T, usize), serde_json::Error> {
+    let mut it = serde_json::Deserializer::from_slice(bytes).into_iter::<T>();
+    match it.next() {
+        Some(Ok(v)) => Ok((v, it.byte_offset())),
+        Some(Err(e)) => Err(e),
+        // Only whitespace left.
+        None => Err(eof_error()),
+    }
+}
+
+/// Whether the parse of `bytes` failed because they end too soon: an end-of-input error, or
+/// a syntax error at the last bytes (a number cut after `.`, `-` or `e`).
+fn maybe_cut(bytes: &[u8], e: &serde_json::Error) -> bool {
+    e.classify() == serde_json::error::Category::Eof || error_offset(bytes, e) + 2 >= bytes.len()
+}
+
+/// The index in `bytes` of the error's line and column.
+fn error_offset(bytes: &[u8], e: &serde_json::Error) -> usize {
+    let mut off = 0;
+    for _ in 1..e.line() {
+        match bytes[off..].iter().position(|&b| b == b'\n') {
+            Some(i) => off += i + 1,
+            None => return bytes.len(),
+        }
+    }
+    (off + e.column().saturating_sub(1)).min(bytes.len())
+}
+
+fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = bytes.get(pos) {
+        pos += 1;
+    }
+    pos
+}
+
+fn json(win: &InputWindow, pos: usize, error: serde_json::Error) -> ChunkError {
+    let offset = win.base() + pos as u64 + error_offset(&win.bytes()[pos..], &error) as u64;
+    if error.classify() == serde_json::error::Category::Eof {
+        return ChunkError::Eof { offset };
+    }
+    ChunkError::Json { offset, error }
+}
+
+fn shape(win: &InputWindow, pos: usize, what: &'static str) -> ChunkError {
+    ChunkError::Shape {
+        offset: win.base() + pos as u64,
+        what,
+    }
+}
+
+fn eof(win: &InputWindow, pos: usize) -> ChunkError {
+    ChunkError::Eof {
+        offset: win.base() + pos as u64,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The array
+
+/// How a piece's parse ended.
+#[derive(Debug)]
+enum PieceEnd {
+    /// At the start of the first element at or after the piece's stop.
+    Stop(usize),
+    /// Past the array's `]`.
+    ArrayEnd(usize),
+    /// The element starting here runs past the window (not the input's last).
+    Cut(usize),
+    /// The element starting here is not valid.
+    Failed(usize, serde_json::Error),
+    /// Something other than `,` or `]` follows an element.
+    NoSeparator(usize),
+}
+
+struct Piece<E> {
+    start: usize,
+    elements: Vec<E>,
+    end: PieceEnd,
+}
+
+/// Reads the array whose `[` is at `pos`; returns the index after its `]`.
+fn read_array<P: ElementParser>(
+    win: &mut InputWindow,
+    chunking: Chunking,
+    pos: usize,
+    parser: &P,
+    sink: &mut impl for<'a> FnMut(Vec<P::Element<'a>>),
+) -> Result<usize, ChunkError> {
+    let mut pos = expect_byte(win, pos, b'[', "an array")?;
+    pos = skip_ws_growing(win, pos)?;
+    if win.bytes().get(pos) == Some(&b']') {
+        return Ok(pos + 1);
+    }
+    let mut window = chunking.window;
+    loop {
+        // `pos` is a verified element start in this window.
+        let end = read_window(win.bytes(), win.at_end(), pos, chunking, parser, sink);
+        match end {
+            PieceEnd::ArrayEnd(p) => return Ok(p),
+            PieceEnd::Cut(p) => {
+                // No element fits: grow the window (an element larger than it).
+                if p == 0 {
+                    window = window.saturating_mul(2);
+                }
+                win.advance(p, window).map_err(ChunkError::Input)?;
+                pos = 0;
+            }
+            PieceEnd::Failed(p, e) => return Err(json(win, p, e)),
+            PieceEnd::NoSeparator(p) => {
+                return Err(shape(win, p, "`,` or `]` after an array element"))
+            }
+            PieceEnd::Stop(p) => {
+                // Only a piece with a stop inside the window ends so; the last never does.
+                win.advance(p, window).map_err(ChunkError::Input)?;
+                pos = 0;
+            }
+        }
+    }
+}
+
+/// Parses the elements of one window from `start`, in parallel pieces, feeding `sink` in
+/// order; returns how the last piece used ended.
+fn read_window<P: ElementParser>(
+    bytes: &[u8],
+    last_window: bool,
+    start: usize,
+    chunking: Chunking,
+    parser: &P,
+    sink: &mut impl for<'a> FnMut(Vec<P::Element<'a>>),
+) -> PieceEnd {
+    let starts = candidate_starts(bytes, start, chunking.piece);
+    let stop_of = |i: usize| starts.get(i + 1).copied().unwrap_or(usize::MAX);
+    let workers = chunking.workers.clamp(1, starts.len());
+    if workers == 1 {
+        let piece = parse_piece(parser, bytes, start, usize::MAX, last_window);
+        sink(piece.elements);
+        return piece.end;
+    }
+    let next = AtomicUsize::new(0);
+    let cancel = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel::<(usize, Piece<P::Element<'_>>)>();
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (next, cancel, starts) = (&next, &cancel, &starts);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= starts.len() || cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                let piece = parse_piece(parser, bytes, starts[i], stop_of(i), last_window);
+                if tx.send((i, piece)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(tx);
+        let mut done: Vec<Option<Piece<_>>> = (0..starts.len()).map(|_| None).collect();
+        let mut verified = start;
+        for i in 0..starts.len() {
+            while done[i].is_none() {
+                match rx.recv() {
+                    Ok((j, piece)) => done[j] = Some(piece),
+                    Err(_) => break,
+                }
+            }
+            let piece = match done[i].take() {
+                Some(p) if p.start == verified => p,
+                // A wrong guess (or a lost worker): parse from the verified position here.
+                _ => parse_piece(parser, bytes, verified, stop_of(i), last_window),
+            };
+            sink(piece.elements);
+            match piece.end {
+                PieceEnd::Stop(p) if stop_of(i) != usize::MAX => verified = p,
+                end => {
+                    cancel.store(true, Ordering::Relaxed);
+                    return end;
+                }
+            }
+        }
+        PieceEnd::Cut(verified)
+    })
+}
+
+/// Guessed element starts from `start`, about `piece` bytes apart: the `{` of a `}` `,` `{`
+/// with only whitespace between.
+fn candidate_starts(bytes: &[u8], start: usize, piece: usize) -> Vec<usize> {
+    let mut starts = vec![start];
+    let mut from = start.saturating_add(piece.max(1));
+    while from < bytes.len() {
+        let Some(c) = next_candidate(bytes, from) else {
+            break;
+        };
+        starts.push(c);
+        from = c.saturating_add(piece.max(1));
+    }
+    starts
+}
+
+fn next_candidate(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i < bytes.len() {
+        let open = i + bytes[i..].iter().position(|&b| b == b'{')?;
+        let before = |mut j: usize| {
+            while j > 0 && matches!(bytes[j - 1], b' ' | b'\n' | b'\r' | b'\t') {
+                j -= 1;
+            }
+            j
+        };
+        let comma = before(open);
+        if comma > 0 && bytes[comma - 1] == b',' {
+            let brace = before(comma - 1);
+            if brace > 0 && bytes[brace - 1] == b'}' {
+                return Some(open);
+            }
+        }
+        i = open + 1;
+    }
+    None
+}
+
+/// Parses elements from `start` (an element's first byte) until the first element that
+/// starts at or after `stop`, the array's end, or the window's end.
+fn parse_piece<'a, P: ElementParser>(
+    parser: &P,
+    bytes: &'a [u8],
+    start: usize,
+    stop: usize,
+    last_window: bool,
+) -> Piece<P::Element<'a>> {
+    let mut elements = Vec::new();
+    let mut pos = start;
+    let end = loop {
+        let (element, n) = match parser.parse(&bytes[pos..]) {
+            Ok(v) => v,
+            Err(e) if !last_window && maybe_cut(&bytes[pos..], &e) => break PieceEnd::Cut(pos),
+            Err(e) => break PieceEnd::Failed(pos, e),
+        };
+        let after = skip_ws(bytes, pos + n);
+        let next = match bytes.get(after) {
+            Some(b',') => skip_ws(bytes, after + 1),
+            Some(b']') => {
+                elements.extend(element);
+                break PieceEnd::ArrayEnd(after + 1);
+            }
+            Some(_) => break PieceEnd::NoSeparator(after),
+            // The separator is past the window: read the element again in the next one.
+            None if !last_window => break PieceEnd::Cut(pos),
+            None => break PieceEnd::Failed(pos, eof_error()),
+        };
+        elements.extend(element);
+        if next >= bytes.len() && !last_window {
+            break PieceEnd::Cut(next);
+        }
+        pos = next;
+        if pos >= stop {
+            break PieceEnd::Stop(pos);
+        }
+    };
+    Piece {
+        start,
+        elements,
+        end,
+    }
+}
+
+/// An end-of-input error, as serde_json gives for an empty document.
+fn eof_error() -> serde_json::Error {
+    match serde_json::from_slice::<IgnoredAny>(b"") {
+        Err(e) => e,
+        Ok(_) => <serde_json::Error as serde::de::Error>::custom("unexpected end of input"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Elements as their raw JSON text, dropping the number `0`.
+    struct Raw;
+    impl ElementParser for Raw {
+        type Element<'a> = &'a RawValue;
+        fn parse<'a>(
+            &self,
+            bytes: &'a [u8],
+        ) -> Result<(Option<&'a RawValue>, usize), serde_json::Error> {
+            let (v, n) = parse_one::<&RawValue>(bytes)?;
+            Ok(((v.get() != "0").then_some(v), n))
+        }
+    }
+
+    fn tiny(workers: usize) -> Chunking {
+        Chunking {
+            window: 64,
+            piece: 16,
+            workers,
+        }
+    }
+
+    fn file(bytes: &[u8], gzip: bool) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        if gzip {
+            let mut gz = flate2::write::GzEncoder::new(&mut f, flate2::Compression::fast());
+            gz.write_all(bytes).unwrap();
+            gz.finish().unwrap();
+        } else {
+            f.write_all(bytes).unwrap();
+        }
+        f
+    }
+
+    fn read_all(
+        text: &str,
+        chunking: Chunking,
+        gzip: bool,
+    ) -> Result<(Vec<String>, Document), ChunkError> {
+        let f = file(text.as_bytes(), gzip);
+        let mut win = InputWindow::open("test", f.path(), chunking.window).unwrap();
+        let mut out = Vec::new();
+        let doc = read(&mut win, chunking, "a", &["h"], &Raw, |els| {
+            out.extend(els.iter().map(|v| v.get().to_string()))
+        })?;
+        Ok((out, doc))
+    }
+
+    /// A document whose strings hold what looks like element boundaries, with elements larger
+    /// than the window and nested arrays of objects.
+    fn tricky() -> (String, Vec<String>) {
+        let mut els = Vec::new();
+        for i in 0..200 {
+            els.push(match i % 5 {
+                0 => format!(r#"{{"s": "}}, {{\"x\": {i}}}, {{"}}"#),
+                1 => format!(r#"{{"n": [{{"a": 1}}, {{"b": {i}}}], "v": -{i}.5e1}}"#),
+                2 => format!(r#"{{"big": "{}"}}"#, "y".repeat(i * 3)),
+                3 => "0".to_string(),
+                _ => format!("{{\"k\":\n{i}}}"),
+            });
+        }
+        let text = format!(
+            "{{ \"h\": {{\"v\": [1, 2]}}, \"a\": [\n{}\n], \"z\": \"}}, {{\" }}\n",
+            els.join(",\n  ")
+        );
+        let kept = els.into_iter().filter(|e| e != "0").collect();
+        (text, kept)
+    }
+
+    #[test]
+    fn pieces_and_windows_give_the_elements_in_order() {
+        let (text, want) = tricky();
+        for gzip in [false, true] {
+            for chunking in [tiny(1), tiny(3), Chunking::default()] {
+                let (got, doc) = read_all(&text, chunking, gzip).unwrap();
+                assert_eq!(got, want, "{chunking:?} gzip {gzip}");
+                assert!(doc.saw_array);
+                assert_eq!(doc.header.len(), 1);
+                assert_eq!(doc.header[0].1.get(), r#"{"v": [1, 2]}"#);
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_array_and_no_array_are_read() {
+        let (got, doc) = read_all(r#"{"a": [ ], "h": 1}"#, tiny(2), false).unwrap();
+        assert!(got.is_empty() && doc.saw_array);
+        let (_, doc) = read_all(r#"{"b": [1]}"#, tiny(2), false).unwrap();
+        assert!(!doc.saw_array);
+    }
+
+    fn offset_of(r: Result<(Vec<String>, Document), ChunkError>) -> (&'static str, u64) {
+        match r {
+            Err(ChunkError::Eof { offset }) => ("eof", offset),
+            Err(ChunkError::Json { offset, .. }) => ("json", offset),
+            Err(ChunkError::Shape { offset, .. }) => ("shape", offset),
+            Err(ChunkError::Input(e)) => panic!("{e}"),
+            Ok(_) => ("ok", 0),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_byte_whatever_the_chunking() {
+        let (text, _) = tricky();
+        let cut = &text[..text.len() / 2];
+        let bad = text.replacen(r#""k":"#, r#""k" "#, 1);
+        // serde_json points at the value after the missing `:`.
+        let at = bad.find(r#""k" "#).unwrap() as u64 + 5;
+        for chunking in [tiny(1), tiny(3), Chunking::default()] {
+            assert_eq!(offset_of(read_all(cut, chunking, false)).0, "eof");
+            assert_eq!(offset_of(read_all(&bad, chunking, true)), ("json", at));
+            assert_eq!(offset_of(read_all("[1, 2]", chunking, false)), ("shape", 0));
+            assert_eq!(
+                offset_of(read_all(r#"{"a": [1] } x"#, chunking, false)),
+                ("shape", 12)
+            );
+        }
+    }
+
+    #[test]
+    fn a_wrong_guess_inside_a_string_is_not_an_error() {
+        // The only candidates are inside the long string; the pieces that start there fail.
+        let text = format!(
+            r#"{{"a": [{{"s": "{}"}}, 0]}}"#,
+            r#"}, {\"q\": "#.repeat(50)
+        );
+        let (got, _) = read_all(&text, tiny(3), false).unwrap();
+        assert_eq!(got.len(), 1);
+    }
+}

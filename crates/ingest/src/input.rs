@@ -164,11 +164,33 @@ enum WindowSource {
         map: Option<memmap2::Mmap>,
     },
     Gzip {
-        decoder: Box<flate2::read::MultiGzDecoder<std::io::BufReader<File>>>,
+        /// Blocks from the inflating thread ([`inflate_blocks`]); an empty block is the end.
+        blocks: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
         buf: Vec<u8>,
         inflated: u64,
         cap: u64,
     },
+}
+
+/// Inflates `file` on a thread of its own, a block at a time, at most `cap + 1` bytes, so
+/// that inflating overlaps the parse of the window before.
+fn inflate_blocks(file: File, cap: u64) -> std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    const BLOCK: usize = 1 << 20;
+    let (tx, rx) = std::sync::mpsc::sync_channel(8);
+    std::thread::spawn(move || {
+        let dec = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+        let mut dec = dec.take(cap + 1);
+        loop {
+            let mut block = Vec::with_capacity(BLOCK);
+            let r = (&mut dec).take(BLOCK as u64).read_to_end(&mut block);
+            let end = matches!(r, Ok(0) | Err(_));
+            // A closed channel means the reader is gone: stop.
+            if tx.send(r.map(|_| block)).is_err() || end {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 impl InputWindow {
@@ -176,13 +198,12 @@ impl InputWindow {
     pub fn open(what: &'static str, path: &Path, len: usize) -> Result<Self, IngestError> {
         let file = open_file(what, path)?;
         let source = if is_gzip(path) {
+            let cap = inflate_cap(path);
             WindowSource::Gzip {
-                decoder: Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(
-                    file,
-                ))),
+                blocks: inflate_blocks(file, cap),
                 buf: Vec::new(),
                 inflated: 0,
-                cap: inflate_cap(path),
+                cap,
             }
         } else {
             let len = file
@@ -260,22 +281,23 @@ impl InputWindow {
                 }
             }
             WindowSource::Gzip {
-                decoder,
+                blocks,
                 buf,
                 inflated,
                 cap,
             } => {
                 buf.drain(..from);
                 while buf.len() < len && !self.at_end {
-                    let need = (len - buf.len()).max(1 << 16) as u64;
-                    let got = (&mut **decoder).take(need).read_to_end(buf).map_err(|e| {
+                    let block = blocks.recv().unwrap_or_else(|_| Ok(Vec::new()));
+                    let block = block.map_err(|e| {
                         IngestError::invalid(what, path, format!("corrupt gzip stream: {e}"))
                     })?;
-                    *inflated += got as u64;
-                    self.at_end = got == 0;
+                    *inflated += block.len() as u64;
+                    self.at_end = block.is_empty();
                     if *inflated > *cap {
                         return Err(bomb(what, path, *cap));
                     }
+                    buf.extend_from_slice(&block);
                 }
             }
         }

@@ -361,8 +361,9 @@ struct RawEvent<'a> {
     name: Option<Text<'a>>,
     pid: Id<'a>,
     tid: Id<'a>,
-    ts: Option<&'a RawValue>,
-    dur: Option<&'a RawValue>,
+    /// `ts` and `dur` in ns, read exactly from the number's text (on the parsing worker).
+    ts: Option<i64>,
+    dur: Option<i64>,
     args: RawArgs,
 }
 
@@ -394,8 +395,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
                         b"name" => e.name = map.next_value()?,
                         b"pid" => e.pid = map.next_value()?,
                         b"tid" => e.tid = map.next_value()?,
-                        b"ts" => e.ts = map.next_value()?,
-                        b"dur" => e.dur = map.next_value()?,
+                        b"ts" => e.ts = map.next_value::<Micros>()?.0,
+                        b"dur" => e.dur = map.next_value::<Micros>()?.0,
                         b"args" => {
                             let dims = e.name.as_deref().is_some_and(|n| SHAPE_PROBES.contains(&n));
                             e.args = map.next_value_seed(ArgsSeed { dims })?;
@@ -409,6 +410,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+/// A time in microseconds as integer ns ([`micros_text_to_ns`]); `None` when it is not a
+/// number.
+struct Micros(Option<i64>);
+
+impl<'de> Deserialize<'de> for Micros {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Option::<&RawValue>::deserialize(d)?;
+        Ok(Micros(raw.and_then(|t| micros_text_to_ns(t.get()))))
     }
 }
 
@@ -1058,11 +1070,9 @@ impl<'c, 'd> Sink<'c, 'd> {
         &mut self,
         cat: &str,
         name: &str,
-        ts: Option<&RawValue>,
-        dur: Option<&RawValue>,
+        start: Option<i64>,
+        dur: Option<i64>,
     ) -> Option<(i64, i64)> {
-        let start = ts.and_then(|t| micros_text_to_ns(t.get()));
-        let dur = dur.and_then(|t| micros_text_to_ns(t.get()));
         let (Some(start), Some(dur)) = (start, dur) else {
             self.counts.skipped_no_time += 1;
             self.counts

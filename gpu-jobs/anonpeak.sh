@@ -12,4 +12,4 @@ while kill -0 $pid 2>/dev/null; do
   sleep 0.002
 done
 end=$(date +%s.%N)
-echo "wall $(echo "$end - $start" | bc) s, peak anon $((pa/1024)) MiB, peak file $((pf/1024)) MiB"
+echo "wall $(python3 -c "print(round($end - $start, 2))") s, peak anon $((pa/1024)) MiB, peak file $((pf/1024)) MiB"

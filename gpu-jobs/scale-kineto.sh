@@ -8,7 +8,7 @@ echo "cores $(nproc)"; lscpu | grep -m1 "Model name"
 cd /dev/shm
 gunzip -c $R/tests/fixtures/h200-qwen2-0.5b/kineto_trace.json.gz > k180.json
 cp $R/tests/fixtures/h200-qwen2-0.5b/kineto_trace.json.gz k180.json.gz
-t0=$(date +%s.%N); python3 $R/gpu-jobs/rep_kineto.py k180.json k1g.json 6; echo "replicated in $(echo "$(date +%s.%N) - $t0" | bc) s"
+t0=$(date +%s.%N); python3 $R/gpu-jobs/rep_kineto.py k180.json k1g.json 6; echo "replicated in $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
 ls -la k180.json k180.json.gz k1g.json
 for f in k180.json k180.json.gz k1g.json; do
   for i in 1 2 3 4 5; do rm -rf r; /usr/bin/time -f "$f %e s wall %M KB peak %U user %S sys" /tmp/llmprof ingest --kineto $f --out r 2>&1 | tail -1; done

@@ -273,6 +273,25 @@ fn a_missing_runs_directory_is_a_clear_error() {
     );
 }
 
+/// Two directories holding one run (a copy): one is published, the other is named in the
+/// build's warnings; the two never write the same folder at once.
+#[test]
+fn a_copied_run_is_published_once_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let src = fixture("sample-runs/20261124-000552-workload-light-cmd-memory/bundle.json");
+    for copy in ["a", "b"] {
+        std::fs::create_dir_all(runs.join(copy)).unwrap();
+        std::fs::copy(&src, runs.join(copy).join("bundle.json")).unwrap();
+    }
+    let o = site_build(&runs, &dir.path().join("site"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("is also the run id of"), "{err}");
+    let index = std::fs::read_to_string(dir.path().join("site/index.html")).unwrap();
+    assert_eq!(index.matches("class=\"pick\"").count(), 1);
+}
+
 /// The real H100 captures that ship as sample runs (dense target in deep mode, small MoE in
 /// standard mode): the site shows how they were captured, the overhead, and the NVML chart.
 #[test]

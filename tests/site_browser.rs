@@ -89,6 +89,47 @@ fn pages_load_without_console_errors_over_http_and_file() {
     let _ = std::fs::copy(&png, &keep);
 }
 
+/// An index of more runs than a page holds shows 100 at a time, with a pager above the table
+/// that counts every run.
+#[test]
+fn a_long_index_is_paged() {
+    let Some(browser) = chromium() else {
+        if std::env::var_os("LLMPROF_REQUIRE_BROWSER").is_some() {
+            panic!("chromium is not installed but LLMPROF_REQUIRE_BROWSER is set");
+        }
+        eprintln!("browser test did not run: chromium is not on PATH");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let src = std::fs::read_to_string(fixture(
+        "sample-runs/20261124-000552-workload-light-cmd-memory/bundle.json",
+    ))
+    .unwrap();
+    let mut bundle: serde_json::Value = serde_json::from_str(&src).unwrap();
+    for i in 0..120 {
+        let id = format!("r{i:03}");
+        bundle["run_id"] = id.clone().into();
+        std::fs::create_dir_all(runs.join(&id)).unwrap();
+        std::fs::write(runs.join(&id).join("bundle.json"), bundle.to_string()).unwrap();
+    }
+    let site = dir.path().join("site");
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+    ] as [&std::ffi::OsStr; 6]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let url = format!("file://{}", site.join("index.html").display());
+    let (dom, console) = load(&browser, &url, None);
+    assert!(console.is_empty(), "{console:#?}");
+    assert!(dom.contains("rows 1–100 of 120"), "no pager in {dom}");
+    assert_eq!(dom.matches("class=\"paged-out\"").count(), 20);
+}
+
 /// The site served under `/repo-name/`, as GitHub Pages serves a project site: every page it
 /// links to loads in Chromium, and every link, script, stylesheet and file it names answers,
 /// without a request leaving the sub-path (tests/browser/subpath.mjs crawls it).

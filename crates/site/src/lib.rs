@@ -23,6 +23,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
 
 use llmprof_bundle::{Bundle, BUNDLE_FILE, TIMELINE_FILE};
 use serde::{Deserialize, Serialize};
@@ -143,22 +145,12 @@ pub fn build(
     let mut cache = Cache::default();
     let mut report = BuildReport::default();
     let mut runs: Vec<SiteRun> = Vec::new();
-    for (i, dir) in found.iter().enumerate() {
-        let Some((text, bundle)) = load_bundle(dir, &mut report.skipped) else {
+    for published in publish_all(&found, &opts.out_dir, &old, progress) {
+        let Published { skipped, run } = published?;
+        report.skipped.extend(skipped);
+        let Some((site_run, key, updated)) = run else {
             continue;
         };
-        progress(Step::Run {
-            done: i,
-            total: found.len(),
-            id: &bundle.run_id,
-        });
-        let run = RunSource {
-            dir,
-            id: safe_id(&bundle.run_id, dir),
-            text,
-            bundle,
-        };
-        let (site_run, key, updated) = publish_run(run, &opts.out_dir, &old, &mut report)?;
         if updated {
             report.updated += 1;
         } else {
@@ -203,6 +195,110 @@ fn load_bundle(dir: &Path, skipped: &mut Vec<String>) -> Option<(String, Bundle)
     }
 }
 
+/// One run directory's outcome: the lines for `skipped`, and the run unless it was skipped.
+struct Published {
+    skipped: Vec<String>,
+    run: Option<(SiteRun, u64, bool)>,
+}
+
+/// Publishes every run directory in `found`, on all cores (runs are independent: each
+/// writes only under its own `runs/<id>/`); the outcomes come back in `found`'s order.
+fn publish_all(
+    found: &[PathBuf],
+    out_dir: &Path,
+    old: &Cache,
+    progress: &mut dyn FnMut(Step<'_>),
+) -> Vec<Result<Published, SiteError>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, found.len().max(1));
+    let next = AtomicUsize::new(0);
+    let claims = Mutex::new(BTreeMap::new());
+    let mut slots: Vec<Option<Result<Published, SiteError>>> =
+        (0..found.len()).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..workers {
+            let (tx, next, claims) = (tx.clone(), &next, &claims);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(dir) = found.get(i) else {
+                    return;
+                };
+                if tx
+                    .send((i, publish_dir(dir, out_dir, old, claims)))
+                    .is_err()
+                {
+                    return;
+                }
+            });
+        }
+        drop(tx);
+        for (done, (i, outcome)) in rx.iter().enumerate() {
+            if let Ok(Published {
+                run: Some((run, ..)),
+                ..
+            }) = &outcome
+            {
+                progress(Step::Run {
+                    done,
+                    total: found.len(),
+                    id: &run.bundle.run_id,
+                });
+            }
+            slots[i] = Some(outcome);
+        }
+    });
+    slots.into_iter().flatten().collect()
+}
+
+/// Loads and publishes the run in `dir`, unless another directory already claimed its site
+/// id in `claims` (two copies of one run).
+fn publish_dir(
+    dir: &Path,
+    out_dir: &Path,
+    old: &Cache,
+    claims: &Mutex<BTreeMap<String, PathBuf>>,
+) -> Result<Published, SiteError> {
+    let mut skipped = Vec::new();
+    let Some((text, bundle)) = load_bundle(dir, &mut skipped) else {
+        return Ok(Published { skipped, run: None });
+    };
+    let id = safe_id(&bundle.run_id, dir);
+    if let Some(other) = claim(claims, &id, dir) {
+        skipped.push(format!(
+            "{}: run id `{id}` is also the run id of {}; only one of them is published \
+             (give one a new id with `llmprof ingest --label`, or remove the copy)",
+            dir.display(),
+            other.display()
+        ));
+        return Ok(Published { skipped, run: None });
+    }
+    let run = RunSource {
+        dir,
+        id,
+        text,
+        bundle,
+    };
+    let run = publish_run(run, out_dir, old, &mut skipped)?;
+    Ok(Published {
+        skipped,
+        run: Some(run),
+    })
+}
+
+/// Claims `id` for `dir`; the directory that holds it already, if another does.
+fn claim(claims: &Mutex<BTreeMap<String, PathBuf>>, id: &str, dir: &Path) -> Option<PathBuf> {
+    let mut claims = claims.lock().unwrap_or_else(|e| e.into_inner());
+    match claims.get(id) {
+        Some(other) => Some(other.clone()),
+        None => {
+            claims.insert(id.to_string(), dir.to_path_buf());
+            None
+        }
+    }
+}
+
 /// A run directory being published.
 struct RunSource<'a> {
     dir: &'a Path,
@@ -218,15 +314,15 @@ fn publish_run(
     run: RunSource<'_>,
     out_dir: &Path,
     old: &Cache,
-    report: &mut BuildReport,
+    skipped: &mut Vec<String>,
 ) -> Result<(SiteRun, u64, bool), SiteError> {
     let run_out = out_dir.join("runs").join(&run.id);
     let timeline_src = llmprof_store::timeline_path(run.dir);
     let key = data_key(&run.text, timeline_src.as_deref());
     let current = old.runs.get(&run.id) == Some(&key) && run_out.join(BUNDLE_JS).is_file();
     if !current {
-        copy_data(&run, timeline_src.as_deref(), &run_out, &mut report.skipped)?;
-        copy_rank_data(&run, &run_out, &mut report.skipped)?;
+        copy_data(&run, timeline_src.as_deref(), &run_out, skipped)?;
+        copy_rank_data(&run, &run_out, skipped)?;
     }
     let raw = list_raw(run.dir);
     let has_timeline = run_out.join(TIMELINE_JS).is_file();
@@ -301,7 +397,11 @@ fn copy_bundle_and_timeline(
     });
     match &timeline {
         Some(timeline) => {
-            write(&run_out.join(TIMELINE_FILE), timeline.as_bytes())?;
+            let dst = run_out.join(TIMELINE_FILE);
+            let plain = timeline_src.filter(|p| p.extension().is_some_and(|e| e == "json"));
+            if !plain.is_some_and(|src| link(src, &dst)) {
+                write(&dst, timeline.as_bytes())?;
+            }
             write(
                 &run_out.join(TIMELINE_JS),
                 data_script("timeline", &run.id, timeline).as_bytes(),
@@ -313,6 +413,14 @@ fn copy_bundle_and_timeline(
         }
     }
     Ok(())
+}
+
+/// Hard-links `dst` to `src` (a run's plain `timeline.json`, tens of MB that the site
+/// would otherwise copy; runs are written once, and a re-ingest makes a new file); whether it
+/// did. Fails over to a copy across file systems.
+fn link(src: &Path, dst: &Path) -> bool {
+    let _ = fs::remove_file(dst);
+    fs::hard_link(src, dst).is_ok()
 }
 
 /// The timelines a run offers: its own, else its ranks' that were published.

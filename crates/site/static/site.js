@@ -32,6 +32,7 @@
           return dir === "asc" ? c : -c;
         });
         rows.forEach(function (r) { body.appendChild(r); });
+        repage(table, 0);
       }
       th.addEventListener("click", sort);
       th.addEventListener("keydown", function (e) { if (e.key === "Enter") sort(); });
@@ -47,8 +48,51 @@
       Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
         r.classList.toggle("hidden", q !== "" && r.textContent.toLowerCase().indexOf(q) < 0);
       });
+      repage(table, 0);
     });
   });
+
+  // <table data-page-size="N">: show N of the rows that pass the filter at a time, with a
+  // pager above the table, so that an index of thousands of runs stays quick to use.
+  function repage(table, page) {
+    var size = parseInt(table.getAttribute("data-page-size"), 10);
+    if (!(size > 0)) return;
+    var shown = Array.prototype.filter.call(table.tBodies[0].rows, function (r) {
+      return !r.classList.contains("hidden");
+    });
+    var pages = Math.max(1, Math.ceil(shown.length / size));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+      r.classList.add("paged-out");
+    });
+    shown.slice(page * size, (page + 1) * size).forEach(function (r) {
+      r.classList.remove("paged-out");
+    });
+    var pager = document.getElementById(table.id + "-pager");
+    if (!pager) {
+      pager = document.createElement("div");
+      pager.id = table.id + "-pager";
+      pager.className = "pager";
+      table.parentNode.insertBefore(pager, table);
+    }
+    pager.textContent = "";
+    pager.hidden = shown.length <= size;
+    function button(label, to, enabled) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.disabled = !enabled;
+      b.addEventListener("click", function () { repage(table, to); });
+      pager.appendChild(b);
+    }
+    button("‹ Previous", page - 1, page > 0);
+    var note = document.createElement("span");
+    note.textContent = " rows " + (shown.length ? page * size + 1 : 0) + "–" +
+      Math.min((page + 1) * size, shown.length) + " of " + shown.length + " ";
+    pager.appendChild(note);
+    button("Next ›", page + 1, page + 1 < pages);
+  }
+  document.querySelectorAll("table[data-page-size]").forEach(function (t) { repage(t, 0); });
 
   // Index: compare the ticked runs.
   var button = document.getElementById("compare-selected");

@@ -6,7 +6,9 @@ small valid inputs cut from them, each under 16 kB so libFuzzer mutates them qui
   annotations, flows), and the HTA NCCL traces' header (distributedInfo) with NCCL kernels
   carrying their collective args;
 * corpus/ncu: each Nsight Compute CSV format of the fixtures, header plus the first rows;
-* corpus/model_config: every model config.json of the sample runs.
+* corpus/model_config: every model config.json of the sample runs;
+* corpus/target_toml: the shipped capture targets (configs/*.toml), plain and with `#set`
+  override lines.
 """
 import glob
 import gzip
@@ -59,5 +61,11 @@ for csv in sorted(glob.glob(f"{FIX}/**/*.csv", recursive=True)):
 for cfg in sorted(glob.glob(f"{FIX}/**/config.json", recursive=True)):
     put("model_config", open(cfg, "rb").read())
 
-for kind in ("kineto", "ncu", "model_config"):
+for target in sorted(glob.glob("../../configs/*.toml")):
+    text = open(target, "rb").read()
+    put("target_toml", text)
+    # The same target with overrides as `--set` would give them.
+    put("target_toml", b"#set inputs.max_new_tokens=8\n#set run.repeats=2\n" + text)
+
+for kind in ("kineto", "ncu", "model_config", "target_toml"):
     print(kind, len(os.listdir(f"corpus/{kind}")))

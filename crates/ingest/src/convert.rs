@@ -84,7 +84,9 @@ struct OpAcc {
     end: i64,
     row: u32,
     bytes: u64,
-    launch: Option<Launch>,
+    /// Index into [`TraceConverter::launch_configs`]: a kernel's grid, block and registers
+    /// (32 bytes) stored once per distinct configuration, not once per op.
+    launch: Option<u32>,
     kind: OpKind,
     /// The graph the source placed the op in (per op; a graph launch's ops are found through
     /// the launch too).
@@ -105,6 +107,9 @@ pub struct TraceConverter {
     /// Row id by name, one map per [`OpKind`].
     row_ids: [HashMap<String, u32>; 4],
     ops: Vec<OpAcc>,
+    /// The distinct launch configurations of the ops, by first sight.
+    launch_configs: Vec<Launch>,
+    launch_config_ids: HashMap<Launch, u32>,
     bad_ranges: u64,
     bad_range_example: Option<String>,
     bad_ops: u64,
@@ -202,6 +207,7 @@ impl TraceConverter {
         if let Some(l) = launch {
             *acc.launches.entry(l).or_default() += 1;
         }
+        let launch = launch.map(|l| self.launch_config(l));
         self.ops.push(OpAcc {
             process: op.process,
             correlation: op.correlation,
@@ -214,6 +220,20 @@ impl TraceConverter {
             kind,
             graph,
         });
+    }
+
+    /// Makes room for `n` more GPU ops (a source that knows its count says so up front).
+    pub fn reserve_ops(&mut self, n: usize) {
+        self.ops.reserve_exact(n);
+    }
+
+    /// The index of launch configuration `l` in `launch_configs`, added on first sight.
+    fn launch_config(&mut self, l: Launch) -> u32 {
+        let (configs, ids) = (&mut self.launch_configs, &mut self.launch_config_ids);
+        *ids.entry(l).or_insert_with(|| {
+            configs.push(l);
+            configs.len() as u32 - 1
+        })
     }
 
     /// The aggregation row of a GPU op name, created on first sight.
@@ -742,8 +762,15 @@ impl TraceConverter {
 
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
         order.sort_by_key(|&i| (self.ops[i].start, self.ops[i].end));
-        let mut kernels = TimelineKernels::default();
-        let mut mem_ops = TimelineMemOps::default();
+        let graph_ids = self
+            .ops
+            .iter()
+            .any(|o| o.graph.is_some_and(|g| g.graph.is_some()));
+        let n_kernels = (self.ops.iter())
+            .filter(|o| matches!(o.kind, OpKind::Kernel | OpKind::Graph))
+            .count();
+        let mut kernels = kernel_columns(n_kernels, graph_ids);
+        let mut mem_ops = mem_op_columns(self.ops.len() - n_kernels);
         let mut launches: Vec<Launch> = Vec::new();
         let mut launch_ids: HashMap<Launch, u32> = HashMap::default();
         // Range index -> its position in the timeline's ranges (written in nesting order).
@@ -751,10 +778,6 @@ impl TraceConverter {
         for (pos, &r) in nesting.order.iter().enumerate() {
             range_pos[r] = pos as u32;
         }
-        let graph_ids = self
-            .ops
-            .iter()
-            .any(|o| o.graph.is_some_and(|g| g.graph.is_some()));
         for &i in &order {
             let op = &self.ops[i];
             let innermost = attribution.innermost(i);
@@ -773,7 +796,8 @@ impl TraceConverter {
                 kernels.kernel.push(id);
                 kernels.stage.push(stage);
                 kernels.range.push(innermost.map(|r| range_pos[r as usize]));
-                kernels.launch.push(op.launch.map(|l| {
+                kernels.launch.push(op.launch.map(|c| {
+                    let l = self.launch_configs[c as usize];
                     *launch_ids.entry(l).or_insert_with(|| {
                         launches.push(l);
                         launches.len() as u32 - 1
@@ -790,6 +814,8 @@ impl TraceConverter {
         }
         let (mut calls, op_call) = self.timeline_calls(t0);
         if !calls.is_empty() {
+            calls.kernel_call.reserve_exact(n_kernels);
+            calls.mem_op_call.reserve_exact(self.ops.len() - n_kernels);
             for &i in &order {
                 let column = match self.ops[i].kind {
                     OpKind::Kernel | OpKind::Graph => &mut calls.kernel_call,
@@ -1115,6 +1141,35 @@ fn pct(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// Timeline kernel columns with room for exactly `n` kernels (the graph columns only when
+/// used): a timeline of millions of ops is not left in doubled vectors.
+fn kernel_columns(n: usize, graph: bool) -> TimelineKernels {
+    let g = if graph { n } else { 0 };
+    TimelineKernels {
+        start: Vec::with_capacity(n),
+        dur: Vec::with_capacity(n),
+        stream: Vec::with_capacity(n),
+        kernel: Vec::with_capacity(n),
+        stage: Vec::with_capacity(n),
+        launch: Vec::with_capacity(n),
+        range: Vec::with_capacity(n),
+        graph: Vec::with_capacity(g),
+        graph_node: Vec::with_capacity(g),
+    }
+}
+
+/// Timeline memcpy/memset columns with room for exactly `n` ops.
+fn mem_op_columns(n: usize) -> TimelineMemOps {
+    TimelineMemOps {
+        start: Vec::with_capacity(n),
+        dur: Vec::with_capacity(n),
+        stream: Vec::with_capacity(n),
+        kernel: Vec::with_capacity(n),
+        bytes: Vec::with_capacity(n),
+        stage: Vec::with_capacity(n),
     }
 }
 

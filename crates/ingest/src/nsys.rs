@@ -209,6 +209,15 @@ impl Export<'_> {
         self.read_ranges(&strings, conv, diags)?;
         self.read_launches(&strings, conv)?;
         let nodes = self.graph_nodes();
+        if self.process.is_none() {
+            // Room for every GPU op at once: millions of them, never in doubled vectors.
+            let rows = |t: &str| self.row_bound(t);
+            conv.reserve_ops(
+                rows(KERNEL)
+                    + rows("CUPTI_ACTIVITY_KIND_MEMCPY")
+                    + rows("CUPTI_ACTIVITY_KIND_MEMSET"),
+            );
+        }
         let device_id = self.read_kernels(&strings, &nodes, conv, diags)?;
         self.read_memops(&nodes, conv, diags)?;
         self.read_graph_spans(conv, diags)?;
@@ -225,6 +234,18 @@ impl Export<'_> {
             );
         }
         Ok(self.facts(device_id))
+    }
+
+    /// The row count of `table` as its largest rowid (exact for an export, whose rows are
+    /// never deleted; a B-tree lookup, not a scan), 0 when absent.
+    fn row_bound(&self, table: &str) -> usize {
+        if !self.has(table) {
+            return 0;
+        }
+        let sql = format!("SELECT COALESCE(MAX(rowid), 0) FROM {table}");
+        (self.conn.query_row(&sql, [], |r| r.get::<_, i64>(0)))
+            .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+            .min(1 << 28)
     }
 
     /// See [`gpu_processes`].

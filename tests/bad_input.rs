@@ -114,3 +114,43 @@ fn a_kernel_name_of_a_megabyte_is_kept_and_shown_short() {
     let longest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
     assert!(longest < 400, "a line of {longest} characters");
 }
+
+/// An nsys export whose kernel table claims a rowid of 2^62 (a forged file): ingest sizes its
+/// buffers by the file, not by the claim, and reads the export as before.
+#[test]
+fn a_forged_rowid_does_not_size_the_reservation() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("forged.sqlite");
+    let gz = crate::common::h200("nsys_export.sqlite.gz");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()),
+        &mut plain,
+    )
+    .unwrap();
+    std::fs::write(&p, plain).unwrap();
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TEMP TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1;
+         UPDATE k SET start = start + 1, end = end + 1;
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k;
+         UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = 4611686018427387904
+           WHERE rowid = (SELECT MAX(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL);",
+    )
+    .unwrap();
+    drop(c);
+    let runs = dir.path().join("runs");
+    let out = llmprof([
+        "ingest".as_ref(),
+        "--nsys".as_ref(),
+        p.as_os_str(),
+        "--out".as_ref(),
+        runs.as_os_str(),
+    ]);
+    let run = run_dir(&out);
+    let bundle = llmprof_store::read_bundle(&run).unwrap();
+    assert_eq!(
+        bundle.totals.kernels, 20_506,
+        "the fixture's 20,505 kernels and the added one"
+    );
+}

@@ -114,14 +114,7 @@ fn a_long_index_is_paged() {
         std::fs::write(runs.join(&id).join("bundle.json"), bundle.to_string()).unwrap();
     }
     let site = dir.path().join("site");
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-    ] as [&std::ffi::OsStr; 6]);
+    let o = site_build(&runs, &site);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let url = format!("file://{}", site.join("index.html").display());
     let (dom, console) = load(&browser, &url, None);

@@ -62,8 +62,6 @@ pub fn assert_1dp(ours: f64, theirs: f64, what: &str) {
     );
 }
 
-/// Ingests the H200 fixtures into `runs/` (one nsys+kineto+ncu run with token counts, one
-/// nsys-only run) and builds the site into `site/`; returns (tempdir, runs, site).
 /// `llmprof site build --runs RUNS --out SITE`.
 pub fn site_build(runs: &Path, site: &Path) -> Output {
     llmprof([
@@ -76,6 +74,8 @@ pub fn site_build(runs: &Path, site: &Path) -> Output {
     ] as [&std::ffi::OsStr; 6])
 }
 
+/// Ingests the H200 fixtures into `runs/` (one nsys+kineto+ncu run with token counts, one
+/// nsys-only run) and builds the site into `site/`; returns (tempdir, runs, site).
 pub fn build_sample_site() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");

@@ -735,26 +735,40 @@ impl TraceConverter {
         t
     }
 
+    /// The first start and the last end of every op and range (0, 0 when there is none).
+    fn time_bounds(&self) -> (i64, i64) {
+        let starts = self.ops.iter().map(|o| o.start);
+        let t0 = (starts.chain(self.ranges.iter().map(|r| r.start)))
+            .min()
+            .unwrap_or(0);
+        let ends = self.ops.iter().map(|o| o.end);
+        let end = (ends.chain(self.ranges.iter().map(|r| r.end)))
+            .max()
+            .unwrap_or(t0);
+        (t0, end)
+    }
+
+    /// The range instances in nesting order, times relative to `t0`.
+    fn timeline_ranges(&self, nesting: &Nesting, t0: i64) -> TimelineRanges {
+        let mut ranges = TimelineRanges::default();
+        for &r in &nesting.order {
+            let range = &self.ranges[r];
+            ranges.start.push(span(t0, range.start));
+            ranges.dur.push(span(range.start, range.end));
+            ranges.stage.push(range.stage);
+            ranges.depth.push(nesting.depth[r]);
+            ranges.tid.push(range.tid);
+        }
+        ranges
+    }
+
     fn build_timeline(
         &self,
         nesting: &Nesting,
         attribution: &Attribution,
         row_to_id: &[u32],
     ) -> Timeline {
-        let t0 = self
-            .ops
-            .iter()
-            .map(|o| o.start)
-            .chain(self.ranges.iter().map(|r| r.start))
-            .min()
-            .unwrap_or(0);
-        let end = self
-            .ops
-            .iter()
-            .map(|o| o.end)
-            .chain(self.ranges.iter().map(|r| r.end))
-            .max()
-            .unwrap_or(t0);
+        let (t0, end) = self.time_bounds();
         let mut streams: Vec<u64> = self.ops.iter().map(|o| o.stream).collect();
         streams.sort_unstable();
         streams.dedup();
@@ -824,15 +838,7 @@ impl TraceConverter {
                 column.push(op_call[i]);
             }
         }
-        let mut ranges = TimelineRanges::default();
-        for &r in &nesting.order {
-            let range = &self.ranges[r];
-            ranges.start.push(span(t0, range.start));
-            ranges.dur.push(span(range.start, range.end));
-            ranges.stage.push(range.stage);
-            ranges.depth.push(nesting.depth[r]);
-            ranges.tid.push(range.tid);
-        }
+        let ranges = self.timeline_ranges(nesting, t0);
         Timeline {
             schema_version: SCHEMA_VERSION,
             run_id: String::new(),

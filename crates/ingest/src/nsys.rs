@@ -237,15 +237,19 @@ impl Export<'_> {
     }
 
     /// The row count of `table` as its largest rowid (exact for an export, whose rows are
-    /// never deleted; a B-tree lookup, not a scan), 0 when absent.
+    /// never deleted; a B-tree lookup, not a scan), 0 when absent. Never more than the
+    /// database's bytes / 32 (no row is smaller), so a forged rowid cannot make a reservation
+    /// larger than the file.
     fn row_bound(&self, table: &str) -> usize {
         if !self.has(table) {
             return 0;
         }
-        let sql = format!("SELECT COALESCE(MAX(rowid), 0) FROM {table}");
-        (self.conn.query_row(&sql, [], |r| r.get::<_, i64>(0)))
-            .map_or(0, |n| usize::try_from(n).unwrap_or(0))
-            .min(1 << 28)
+        let int = |sql: &str| {
+            (self.conn.query_row(sql, [], |r| r.get::<_, i64>(0)))
+                .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+        };
+        let db_bytes = int("PRAGMA page_count").saturating_mul(int("PRAGMA page_size"));
+        int(&format!("SELECT COALESCE(MAX(rowid), 0) FROM {table}")).min(db_bytes / 32)
     }
 
     /// See [`gpu_processes`].

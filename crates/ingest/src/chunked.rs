@@ -175,7 +175,9 @@ where
 }
 
 /// Parses one `T` at the start of `bytes`; the value and the bytes it took.
-fn parse_one<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<(T, usize), serde_json::Error> {
+pub(crate) fn parse_one<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+) -> Result<(T, usize), serde_json::Error> {
     let mut it = serde_json::Deserializer::from_slice(bytes).into_iter::<T>();
     match it.next() {
         Some(Ok(v)) => Ok((v, it.byte_offset())),

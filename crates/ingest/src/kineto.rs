@@ -335,16 +335,9 @@ impl ElementParser for EventParser {
         &self,
         bytes: &'a [u8],
     ) -> Result<(Option<RawEvent<'a>>, usize), serde_json::Error> {
-        let mut it = serde_json::Deserializer::from_slice(bytes).into_iter::<RawEvent<'a>>();
-        match it.next() {
-            Some(Ok(ev)) => {
-                let keep = ev.ph.as_deref() == Some("X");
-                Ok((keep.then_some(ev), it.byte_offset()))
-            }
-            Some(Err(e)) => Err(e),
-            None => RawEvent::deserialize(&mut serde_json::Deserializer::from_slice(b""))
-                .map(|_| (None, bytes.len())),
-        }
+        let (ev, n) = chunked::parse_one::<RawEvent<'a>>(bytes)?;
+        let keep = ev.ph.as_deref() == Some("X");
+        Ok((keep.then_some(ev), n))
     }
 }
 

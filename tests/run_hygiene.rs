@@ -85,8 +85,24 @@ fn committed_sample_runs_name_files_relative_to_the_run_directory() {
     let runs = sample_runs();
     assert!(runs.len() >= 8, "{runs:?}");
     for dir in runs {
-        let (b, _) = read_run(&dir);
+        let b = llmprof_store::read_bundle(&dir).unwrap();
         assert_paths_relative_to_the_run(&b);
+        // A multi-rank capture's ranks name their files relative to the run directory too.
+        for entry in b.ranks.iter().flat_map(|r| &r.ranks) {
+            let rank = llmprof_store::read_bundle(&dir.join(&entry.dir)).unwrap();
+            assert_paths_relative_to_the_run(&rank);
+            let own = rank
+                .inputs
+                .iter()
+                .find(|i| i.path.ends_with("metadata.json"));
+            let own = own.expect("a rank of a capture reads its run metadata");
+            assert!(
+                dir.join(&own.path).is_file(),
+                "{}: {}",
+                dir.display(),
+                own.path
+            );
+        }
         // A `--cmd` workload writes no run metadata; a target's driver always does.
         let by_command = b
             .capture

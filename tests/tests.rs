@@ -7,6 +7,7 @@ mod common;
 mod analysis;
 mod bad_input;
 mod capture;
+mod capture_ranks;
 mod charts;
 mod cli;
 mod export;

@@ -119,8 +119,12 @@ pub fn run(args: CaptureArgs) -> Result<()> {
     let interrupted = output.capture.interrupted;
     let empty = captured_nothing(&output);
     let mut run = llmprof_capture::assemble(&plan, &output)?;
-    run.bundle.analysis = Some(llmprof_analysis::analyze(&run.bundle));
+    for (_, rank) in &mut run.ranks {
+        rank.bundle.analysis = Some(llmprof_analysis::analyze(&rank.bundle));
+    }
+    run.run.bundle.analysis = Some(llmprof_analysis::analyze(&run.run.bundle));
     for line in run
+        .run
         .bundle
         .capture
         .iter()

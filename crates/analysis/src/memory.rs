@@ -20,8 +20,15 @@ pub fn analyze(
     run: &RunMetrics,
 ) -> Option<MemoryAnalysis> {
     let m = &with_workload_tokens(bundle.capture.as_ref()?.memory.as_ref()?, bundle);
+    // Under tensor parallelism each GPU holds its share of the KV heads; the record is one GPU's.
+    let shards = (bundle.workload.as_ref())
+        .and_then(|w| w.parallel_degree.as_ref())
+        .map(|d| d.value)
+        .filter(|&d| d > 1);
     let computed = match (model, m.kv_tokens, m.batch_size) {
-        (Some(model), Some(t), Some(b)) => Some(model.kv_bytes_per_token * t as f64 * b as f64),
+        (Some(model), Some(t), Some(b)) => {
+            Some(model.kv_bytes_per_token * t as f64 * b as f64 / shards.unwrap_or(1) as f64)
+        }
         _ => None,
     };
     let diff = match (computed, m.kv_cache_bytes) {
@@ -34,6 +41,7 @@ pub fn analyze(
         headroom: headroom(bundle, m, stages, run),
         kv_tokens: m.kv_tokens,
         kv_batch: m.batch_size,
+        kv_shards: shards,
     })
 }
 

@@ -48,8 +48,8 @@ pub struct Analysis {
 /// What analysis makes of `capture.memory`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryAnalysis {
-    /// KV bytes per token of the model config x the cache's tokens x batch; `None` without a
-    /// model config.
+    /// KV bytes per token of the model config x the cache's tokens x batch (÷ `kv_shards`);
+    /// `None` without a model config.
     #[serde(default)]
     pub kv_cache_computed_bytes: Option<f64>,
     /// Measured against computed, percent; a static cache is allocated for its whole length.
@@ -63,6 +63,11 @@ pub struct MemoryAnalysis {
     pub kv_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_batch: Option<u64>,
+    /// The GPUs the KV cache is split over (the run's parallel degree, tensor parallelism
+    /// splitting the KV heads): the computed bytes are one GPU's share, as the measured are.
+    /// `None` for one GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_shards: Option<u64>,
 }
 
 /// How many more sequences fit at this context length, and what decode would do with them

@@ -170,8 +170,13 @@ pub struct CaptureRanks {
     pub ncu_rank: u32,
     /// The launcher: `torch.distributed.run --standalone --nproc-per-node N`.
     pub launcher: String,
-    /// Where each rank's outputs are: rank 0 in `raw/<pass>/`, rank r in `raw/<pass>/rank-<r>/`.
-    /// This run's tables come from rank 0 until multi-rank ingest reads the others.
+    /// Which rank this record is of: `Some(r)` in rank r's run (`ranks/<r>/bundle.json`),
+    /// `None` in the run's own bundle, whose record is the whole group's (and in bundles
+    /// written before this field, whose tables came from rank 0).
+    #[serde(default)]
+    pub rank: Option<u32>,
+    /// Where each rank's outputs are: rank 0 in `raw/<pass>/`, rank r in
+    /// `raw/ranks/<r>/<pass>/` (`raw/<pass>/rank-<r>/` in runs before the ranks were ingested).
     pub note: String,
 }
 

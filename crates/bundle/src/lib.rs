@@ -115,7 +115,11 @@
 //!   batch, free and total device memory; for a `--cmd` workload, `nvml_used`: NVML's used
 //!   memory of the whole device inside each stage's windows).
 //!   Also: `capture.ranks` ([`CaptureRanks`]: a `--nproc` capture's rank count, GPUs in rank
-//!   order, the rank ncu profiled, the launcher, and where each rank's raw files are).
+//!   order, the rank ncu profiled, the launcher, where each rank's raw files are, and `rank`:
+//!   which rank's record this is — `None` in a multi-rank capture's own bundle, whose record
+//!   is the group's: baseline and overhead per iteration of the slowest rank, energy summed
+//!   over the GPUs; each rank's own is in `ranks/<r>/bundle.json`).
+//!   Also: `analysis.memory.kv_shards` (the GPUs a tensor-parallel KV cache is split over).
 //!   Also: `capture.auto_repeats` ([`AutoRepeats`], the outcome
 //!   of `--repeats auto`) and `capture.overhead[].basis` (what an overhead's medians are
 //!   medians of: iterations, a `--cmd` workload's stage windows, or whole processes).

@@ -220,6 +220,48 @@ pub fn stage_energies(
         .collect()
 }
 
+/// The energy of a group of ranks from each rank's own (rank 0's first): per stage, the sum of
+/// the GPUs' energy of one instance, their mean power summed, J/token over the group's tokens
+/// (every rank of a tensor-parallel group works on the same tokens, so they count once). A
+/// stage counts only when every rank measured it over the same windows (same kind and
+/// instances); the counter cross-check and per-window energies only when every rank has them.
+pub fn sum_over_ranks(ranks: &[Vec<StageEnergy>]) -> Vec<StageEnergy> {
+    let Some((first, others)) = ranks.split_first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .filter_map(|e0| {
+            let mut sum = e0.clone();
+            for other in others {
+                let e = other.iter().find(|e| {
+                    e.stage == e0.stage && e.windows == e0.windows && e.instances == e0.instances
+                })?;
+                sum.energy_j += e.energy_j;
+                sum.mean_power_w += e.mean_power_w;
+                sum.samples += e.samples;
+                sum.counter_energy_j = sum
+                    .counter_energy_j
+                    .zip(e.counter_energy_j)
+                    .map(|(a, b)| a + b);
+                sum.withheld = sum.withheld.or_else(|| e.withheld.clone());
+                if sum.window_energy_j.len() == e.window_energy_j.len() {
+                    for (a, b) in sum.window_energy_j.iter_mut().zip(&e.window_energy_j) {
+                        *a += b;
+                    }
+                } else {
+                    sum.window_energy_j.clear();
+                }
+            }
+            sum.j_per_token = sum
+                .tokens
+                .filter(|&t| t > 0 && sum.withheld.is_none())
+                .map(|t| sum.energy_j / t as f64);
+            Some(sum)
+        })
+        .collect()
+}
+
 /// What the energy figures are and how far to trust them, for the bundle and the report.
 pub fn note(series: &NvmlSeries, energy: &[StageEnergy]) -> String {
     let source = match series.power_source.as_deref() {
@@ -331,6 +373,39 @@ mod tests {
     use crate::resolution::{describe, tests::staircase};
 
     const MS: i64 = 1_000_000;
+
+    #[test]
+    fn a_group_uses_the_sum_of_its_gpus_and_its_tokens_once() {
+        let e = |stage: &str, j: f64, w: f64, per_window: Vec<f64>| StageEnergy {
+            stage: stage.into(),
+            instances: 3,
+            wall_ns: 1e9,
+            energy_j: j,
+            mean_power_w: w,
+            samples: 50,
+            tokens: Some(16),
+            j_per_token: Some(j / 16.0),
+            counter_energy_j: Some(j),
+            windows: "iterations".into(),
+            updates_per_window: Some(10.0),
+            withheld: None,
+            window_energy_j: per_window,
+        };
+        let rank0 = vec![
+            e("prefill", 6.0, 190.0, vec![6.0]),
+            e("decode", 78.0, 150.0, vec![70.0, 86.0]),
+        ];
+        let rank1 = vec![e("decode", 80.0, 155.0, vec![79.0, 81.0])];
+        let sum = sum_over_ranks(&[rank0, rank1]);
+        // Prefill was not measured on rank 1: no group figure for it.
+        assert_eq!(sum.len(), 1);
+        let d = &sum[0];
+        assert_eq!((d.energy_j, d.mean_power_w, d.samples), (158.0, 305.0, 100));
+        assert_eq!(d.j_per_token, Some(158.0 / 16.0));
+        assert_eq!(d.counter_energy_j, Some(158.0));
+        assert_eq!(d.window_energy_j, vec![149.0, 167.0]);
+        assert!(sum_over_ranks(&[]).is_empty());
+    }
 
     #[test]
     fn trapezoid_by_hand() {

@@ -16,6 +16,7 @@ pub mod nsys_export;
 pub mod nvml;
 mod passes;
 mod process;
+mod rank_run;
 pub mod ranks;
 pub mod resolution;
 mod save;
@@ -27,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-pub use passes::{run, CaptureOutput};
-pub use save::{assemble, save, summary_lines, Saved};
+pub use passes::{run, CaptureOutput, RankOutput};
+pub use save::{assemble, save, summary_lines, CaptureRun, Saved};
 pub use target::{Override, Target};
 
 /// The baseline timings a run's `raw/` directory holds, every iteration included as a sample;
@@ -67,6 +68,15 @@ pub enum CaptureError {
         keep: PathBuf,
         #[source]
         source: llmprof_ingest::IngestError,
+    },
+    #[error(
+        "the ranks' runs could not be merged into one; the capture's artifacts are kept in `{}`",
+        keep.display()
+    )]
+    Merge {
+        keep: PathBuf,
+        #[source]
+        source: Box<llmprof_ingest::merge::MergeError>,
     },
     #[error(transparent)]
     Store(#[from] llmprof_store::StoreError),

@@ -36,6 +36,26 @@ pub struct CaptureOutput {
     /// The run metadata for ingest (token counts, counted FLOPs); `None` for `--cmd`.
     pub metadata: Option<PathBuf>,
     pub model_config: Option<PathBuf>,
+    /// The run's capture record: for a `--nproc` capture of several ranks, the whole group's
+    /// (baseline and overhead per iteration of the slowest rank, energy summed over the GPUs);
+    /// each rank's own is in [`CaptureOutput::ranks`].
+    pub capture: Capture,
+    /// Rank 0's GPU's samples (the only GPU's for one process).
+    pub nvml: Option<NvmlSeries>,
+    /// Every rank of a `--nproc` capture of two or more, rank 0 first; empty for one process.
+    pub ranks: Vec<RankOutput>,
+}
+
+/// One rank of a `--nproc` capture: where its outputs are, its GPU's NVML samples and its own
+/// capture record (baseline, overhead, memory and energy from its files and its GPU).
+#[derive(Debug)]
+pub struct RankOutput {
+    pub rank: u32,
+    /// `raw/` for rank 0, `raw/ranks/<r>/` for rank r: each reads like one process's `raw/`.
+    pub raw_dir: PathBuf,
+    pub kineto: Option<PathBuf>,
+    /// The rank's run metadata for ingest (`<raw_dir>/metadata.json`).
+    pub metadata: Option<PathBuf>,
     pub capture: Capture,
     pub nvml: Option<NvmlSeries>,
 }
@@ -55,13 +75,24 @@ pub fn run(
     let session = Session::prepare(plan, interrupt)?;
     let model_config = session.write_model_config();
     let mut state = State::new(record::capture_record(plan, plan.name()));
-    let sampler = match Sampler::start(plan.opts.device, Duration::from_millis(20)) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            state.capture.missing.push(format!("NVML samples: {e}"));
-            None
-        }
-    };
+    // Every GPU in use is sampled: the ranks' in rank order, else the one device.
+    let ranks = plan.opts.ranks.as_ref();
+    let devices = ranks.map_or(vec![plan.opts.device], |r| r.devices.clone());
+    let samplers: Vec<Option<Sampler>> = devices
+        .iter()
+        .map(|&d| match Sampler::start(d, Duration::from_millis(20)) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                let of = if ranks.is_some() {
+                    format!(" of GPU {d}")
+                } else {
+                    String::new()
+                };
+                state.capture.missing.push(format!("NVML samples{of}: {e}"));
+                None
+            }
+        })
+        .collect();
     for &pass in &plan.passes {
         run_pass(&session, &mut state, pass, progress)?;
         if state.disk_full {
@@ -79,11 +110,16 @@ pub fn run(
     if interrupt.is_set() {
         state.capture.interrupted = true;
     }
-    let nvml = sampler.map(|s| {
-        let mut series = s.stop();
-        series.windows = state.windows.clone();
-        series
-    });
+    let nvml: Vec<Option<NvmlSeries>> = samplers
+        .into_iter()
+        .map(|s| {
+            s.map(|s| {
+                let mut series = s.stop();
+                series.windows = state.windows.clone();
+                series
+            })
+        })
+        .collect();
     state.note_not_run();
     record::finish(&session, state, nvml, model_config)
 }
@@ -173,6 +209,14 @@ impl<'a> Session<'a> {
             workload,
             interrupt,
         })
+    }
+
+    /// Each rank's raw directory, rank 0's (`raw/`) first; just `raw/` for one process.
+    fn rank_raws(&self) -> Vec<PathBuf> {
+        let n = self.plan.opts.ranks.as_ref().map_or(1, |r| r.nproc);
+        (0..n)
+            .map(|r| crate::ranks::rank_raw(&self.raw, r))
+            .collect()
     }
 
     /// A write error under the working directory (a full disk says the partial artifacts are

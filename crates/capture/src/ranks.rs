@@ -115,8 +115,10 @@ impl Ranks {
                 "torch.distributed.run --standalone --nproc-per-node {}",
                 self.nproc
             ),
-            note: "rank 0's outputs are in raw/<pass>/, rank r's in raw/<pass>/rank-<r>/; the \
-                   tables come from rank 0"
+            rank: None,
+            note: "rank 0's outputs are in raw/<pass>/, rank r's in raw/ranks/<r>/<pass>/ (one \
+                   Nsight Systems report traces every rank); each rank's run is in \
+                   ranks/<r>/, and the run's tables pool the ranks"
                 .into(),
         }
     }
@@ -129,6 +131,19 @@ impl Ranks {
             self.visible_devices(),
             self.ncu_rank
         )
+    }
+}
+
+/// The directory under `raw/` that holds ranks 1.. of a `--nproc` capture.
+pub const RANKS_RAW_DIR: &str = "ranks";
+
+/// Rank `rank`'s raw directory: `raw/` for rank 0, `raw/ranks/<r>/` for rank r, where the
+/// driver writes what rank 0 writes to `raw/<pass>/` (so each reads like one process's `raw/`).
+pub fn rank_raw(raw: &Path, rank: u32) -> PathBuf {
+    if rank == 0 {
+        raw.to_path_buf()
+    } else {
+        raw.join(RANKS_RAW_DIR).join(rank.to_string())
     }
 }
 

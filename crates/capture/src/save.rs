@@ -20,9 +20,35 @@ const OVERHEAD_WARN_PCT: f64 = 25.0;
 /// The bundle names the artifacts relative to the run directory (`raw/metadata.json`): the
 /// working directory they lie in now becomes it. A capture with no trace to ingest (or an interrupted one whose partial traces do not
 /// ingest) gets a bundle holding the record and NVML only, and says so in `capture.missing`.
-pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, CaptureError> {
+pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<CaptureRun, CaptureError> {
+    if !output.ranks.is_empty() {
+        return crate::rank_run::assemble(plan, output);
+    }
+    let request = request(plan, output);
+    let mut capture = output.capture.clone();
+    relative_commands(&mut capture, &output.work_dir);
+    let mut run = ingest_or_record(&request, &mut capture, &output.work_dir)?;
+    note_missing_stages(&mut capture, &run.bundle);
+    run.bundle.capture = Some(capture);
+    run.bundle.nvml = output.nvml.clone();
+    Ok(CaptureRun {
+        run,
+        ranks: Vec::new(),
+    })
+}
+
+/// A capture's run, not yet written: the run's own bundle and, for a `--nproc` capture of
+/// several ranks, each rank's run (the run's own bundle then pools them and has no timeline).
+#[derive(Debug)]
+pub struct CaptureRun {
+    pub run: Ingested,
+    pub ranks: Vec<(u32, Ingested)>,
+}
+
+/// What ingest reads of a capture's artifacts (rank 0's, or the one process's).
+pub(crate) fn request(plan: &Plan, output: &CaptureOutput) -> IngestRequest {
     let label = plan.label();
-    let request = IngestRequest {
+    IngestRequest {
         nsys: output.nsys_sqlite.clone(),
         nsys_process: None,
         kineto: output.kineto.clone(),
@@ -36,10 +62,18 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
         peak_tflops: plan.opts.cmd_analysis.peak_tflops,
         peak_gbps: plan.opts.cmd_analysis.peak_gbps,
         warmup_instances: plan.opts.cmd_analysis.warmup_instances,
-    };
-    let mut capture = output.capture.clone();
-    relative_commands(&mut capture, &output.work_dir);
-    let mut run = if request.nsys.is_none() && request.kineto.is_none() {
+    }
+}
+
+/// The request ingested, or, with no trace to ingest (or an interrupted capture's partial
+/// traces that do not ingest), a bundle of the record alone with `capture.missing` saying so.
+pub(crate) fn ingest_or_record(
+    request: &IngestRequest,
+    capture: &mut Capture,
+    work_dir: &Path,
+) -> Result<Ingested, CaptureError> {
+    let label = request.label.clone().unwrap_or_default();
+    Ok(if request.nsys.is_none() && request.kineto.is_none() {
         capture.missing.push(
             "stages, kernels and the timeline: no profiler trace was captured (no Nsight Systems \
              export, no PyTorch-profiler trace); this run holds the capture record and NVML only"
@@ -47,7 +81,7 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
         );
         record_only(&label)
     } else {
-        match llmprof_ingest::ingest(&request, &mut |_| {}) {
+        match llmprof_ingest::ingest(request, &mut |_| {}) {
             Ok(i) => i,
             Err(e) if capture.interrupted => {
                 capture
@@ -57,21 +91,17 @@ pub fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<Ingested, Capture
             }
             Err(source) => {
                 return Err(CaptureError::Ingest {
-                    keep: output.work_dir.clone(),
+                    keep: work_dir.to_path_buf(),
                     source,
                 })
             }
         }
-    };
-    note_missing_stages(&mut capture, &run.bundle);
-    run.bundle.capture = Some(capture);
-    run.bundle.nvml = output.nvml.clone();
-    Ok(run)
+    })
 }
 
 /// The passes' command lines with the working directory's paths relative to it, as the run
 /// directory that replaces it names them (`driver.py raw/nsys/plan.json`).
-fn relative_commands(capture: &mut Capture, work_dir: &Path) {
+pub(crate) fn relative_commands(capture: &mut Capture, work_dir: &Path) {
     for word in capture.passes.iter_mut().flat_map(|p| &mut p.command) {
         *word = llmprof_ingest::paths::relative_in(word, work_dir);
     }
@@ -90,7 +120,7 @@ fn record_only(label: &str) -> Ingested {
 }
 
 /// A `--stages` name the workload never opened a range for is missing (when it opened any).
-fn note_missing_stages(capture: &mut Capture, bundle: &Bundle) {
+pub(crate) fn note_missing_stages(capture: &mut Capture, bundle: &Bundle) {
     for s in &capture.stage_names {
         if !bundle.stages.iter().any(|b| &b.name == s) && !bundle.stages.is_empty() {
             capture.missing.push(format!(
@@ -178,11 +208,16 @@ pub struct Saved {
 /// capture's working directory, and compresses the raw files of the target's older runs but
 /// the newest [`retention::KEEP_UNCOMPRESSED`]. A full disk is the one-line message naming
 /// where the artifacts are kept.
-pub fn save(plan: &Plan, output: CaptureOutput, run: Ingested) -> Result<Saved, CaptureError> {
+pub fn save(plan: &Plan, output: CaptureOutput, run: CaptureRun) -> Result<Saved, CaptureError> {
     let runs_dir = &plan.opts.out;
     let keep = &output.work_dir;
-    let dir = llmprof_store::write_run(runs_dir, run.bundle, run.timeline)
-        .map_err(|e| store_error(e, runs_dir, keep))?;
+    let CaptureRun { run, ranks } = run;
+    let written = if ranks.is_empty() {
+        llmprof_store::write_run(runs_dir, run.bundle, run.timeline)
+    } else {
+        write_ranked(runs_dir, run.bundle, ranks)
+    };
+    let dir = written.map_err(|e| store_error(e, runs_dir, keep))?;
     // The raw artifacts move into the run directory.
     std::fs::rename(&output.raw_dir, dir.join(RAW_DIR)).map_err(|source| {
         if is_disk_full(&source) {
@@ -202,6 +237,19 @@ pub fn save(plan: &Plan, output: CaptureOutput, run: Ingested) -> Result<Saved, 
     // original files' sha256).
     let compressed = retention::apply(runs_dir, plan.name());
     Ok(Saved { dir, compressed })
+}
+
+/// A multi-rank run: each rank's run under `ranks/<r>/`, then the run's own bundle.
+fn write_ranked(
+    runs_dir: &Path,
+    bundle: Bundle,
+    ranks: Vec<(u32, Ingested)>,
+) -> Result<PathBuf, StoreError> {
+    let writer = llmprof_store::RankedRunWriter::begin(runs_dir)?;
+    for (rank, r) in ranks {
+        writer.write_rank(rank, r.bundle, r.timeline)?;
+    }
+    writer.finish(bundle)
 }
 
 /// A store error as the capture reports it: a full disk becomes the one-line message naming

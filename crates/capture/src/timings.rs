@@ -231,15 +231,59 @@ fn sub_stages(iters: &[Iteration], clock: Option<&str>) -> Vec<SubStageTiming> {
 }
 
 /// The measured iterations a pass directory's timing file holds (none when it is missing),
-/// tagged with the process that ran them.
-fn iterations(raw: &Path, dir: &str, name: &str, process: u32) -> Vec<Iteration> {
-    let mut iters = read_json::<TimingFile>(&raw.join(dir).join(name))
-        .map(|f| f.iterations)
-        .unwrap_or_default();
+/// tagged with the process that ran them. With several raw directories (the ranks of a
+/// `--nproc` capture, rank 0 first) each iteration is the group's: the ranks start it together
+/// (a barrier) and it ends when the slowest rank's does, so each stage's time is the largest
+/// over the ranks; iterations past the fewest any rank recorded are dropped.
+fn iterations(raws: &[&Path], dir: &str, name: &str, process: u32) -> Vec<Iteration> {
+    let per_rank: Vec<Vec<Iteration>> = raws
+        .iter()
+        .map(|raw| {
+            read_json::<TimingFile>(&raw.join(dir).join(name))
+                .map(|f| f.iterations)
+                .unwrap_or_default()
+        })
+        .collect();
+    let Some((first, others)) = per_rank.split_first() else {
+        return Vec::new();
+    };
+    let n = others.iter().map(Vec::len).fold(first.len(), usize::min);
+    let mut iters: Vec<Iteration> = first[..n].to_vec();
+    for other in others {
+        for (group, rank) in iters.iter_mut().zip(other) {
+            group.slowest_with(rank);
+        }
+    }
     for i in &mut iters {
         i.process = process;
     }
     iters
+}
+
+impl Iteration {
+    /// This iteration as the group of ranks ran it, `rank` being one more rank's: each stage
+    /// the larger, each decode step the larger (when both recorded the same steps), each
+    /// window the union. Sub-stages stay the first rank's.
+    fn slowest_with(&mut self, rank: &Iteration) {
+        let max = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.prefill_ns = max(self.prefill_ns, rank.prefill_ns);
+        self.decode_ns = max(self.decode_ns, rank.decode_ns);
+        self.total_ns = max(self.total_ns, rank.total_ns);
+        if self.decode_step_ns.len() == rank.decode_step_ns.len() {
+            for (a, b) in self.decode_step_ns.iter_mut().zip(&rank.decode_step_ns) {
+                *a = (*a).max(*b);
+            }
+        }
+        let union = |a: Option<[i64; 2]>, b: Option<[i64; 2]>| match (a, b) {
+            (Some(a), Some(b)) => Some([a[0].min(b[0]), a[1].max(b[1])]),
+            (a, b) => a.or(b),
+        };
+        self.prefill_window_ns = union(self.prefill_window_ns, rank.prefill_window_ns);
+        self.decode_window_ns = union(self.decode_window_ns, rank.decode_window_ns);
+    }
 }
 
 /// The numbers N of the pass directories of `kind` under `raw/`, sorted: 1 for `raw/<kind>/`,
@@ -274,12 +318,15 @@ pub fn numbered_dir(kind: &str, n: u32) -> String {
 }
 
 /// Every baseline directory's measured iterations, tagged with their process (N − 1).
-fn baseline_iterations(raw: &Path) -> Vec<(u32, Vec<Iteration>)> {
+fn baseline_iterations(raws: &[&Path]) -> Vec<(u32, Vec<Iteration>)> {
+    let Some(raw) = raws.first() else {
+        return Vec::new();
+    };
     numbered_dirs(raw, "baseline")
         .into_iter()
         .map(|n| {
             let dir = numbered_dir("baseline", n);
-            (n, iterations(raw, &dir, "baseline.json", n - 1))
+            (n, iterations(raws, &dir, "baseline.json", n - 1))
         })
         .collect()
 }
@@ -288,9 +335,18 @@ fn baseline_iterations(raw: &Path) -> Vec<(u32, Vec<Iteration>)> {
 /// processes `baseline-N` / `nsys-N` (N = 2, 3, ...: interleaved overhead pairs, `--repeats
 /// auto` rounds), pooled per kind; `baseline-N` and `nsys-N` that both hold iterations pair up.
 pub fn read_all(raw: &Path) -> Timings {
+    read_group(&[raw])
+}
+
+/// [`read_all`] for the ranks of a `--nproc` capture (`raw/` of rank 0, then `raw/ranks/<r>/`):
+/// each iteration the group's, as [`iterations`] combines them — the run's timings.
+pub fn read_group(raws: &[&Path]) -> Timings {
+    let Some(raw) = raws.first() else {
+        return Timings::default();
+    };
     let (mut base_all, mut nsys_all, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
-    for (n, b) in baseline_iterations(raw) {
-        let p = iterations(raw, &numbered_dir("nsys", n), "nsys_timing.json", n - 1);
+    for (n, b) in baseline_iterations(raws) {
+        let p = iterations(raws, &numbered_dir("nsys", n), "nsys_timing.json", n - 1);
         if let (Some(bs), Some(ps)) = (summarize(&b), summarize(&p)) {
             pairs.push((bs, ps));
         }
@@ -298,7 +354,7 @@ pub fn read_all(raw: &Path) -> Timings {
     }
     for n in numbered_dirs(raw, "nsys") {
         nsys_all.extend(iterations(
-            raw,
+            raws,
             &numbered_dir("nsys", n),
             "nsys_timing.json",
             n - 1,
@@ -315,7 +371,7 @@ pub fn read_all(raw: &Path) -> Timings {
         profiled: Vec::new(),
         pairs,
     };
-    if let Some(s) = summarize(&iterations(raw, "kineto", "kineto_timing.json", 0)) {
+    if let Some(s) = summarize(&iterations(raws, "kineto", "kineto_timing.json", 0)) {
         t.profiled.push(("kineto".into(), s));
     }
     if let Some(s) = summarize(&nsys_all) {
@@ -328,7 +384,7 @@ pub fn read_all(raw: &Path) -> Timings {
 /// group per fresh process (`raw/baseline/`, `raw/baseline-2/`, ...): what `--repeats auto`
 /// judges. A stage no iteration spent time in (no decode steps) is left out.
 pub fn baseline_groups(raw: &Path) -> Vec<(&'static str, Vec<Vec<f64>>)> {
-    let procs = baseline_iterations(raw);
+    let procs = baseline_iterations(&[raw]);
     let pick = |get: fn(&Iteration) -> Option<u64>| -> Vec<Vec<f64>> {
         procs
             .iter()
@@ -590,6 +646,35 @@ mod tests {
             Some("modeling_x.py:12 in forward")
         );
         assert_eq!(r[1].failed_part.as_deref(), Some("compile"));
+    }
+
+    #[test]
+    fn a_group_iteration_lasts_as_long_as_its_slowest_rank() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r0, r1) = (dir.path().join("r0"), dir.path().join("r1"));
+        let write = |raw: &Path, pass: &str, name: &str, prefills: &[u64], steps: &[u64]| {
+            std::fs::create_dir_all(raw.join(pass)).unwrap();
+            let it = |p: u64| {
+                serde_json::json!({"prefill_ns": p, "decode_ns": steps.iter().sum::<u64>(),
+                    "decode_step_ns": steps, "prefill_window_ns": [p as i64, 2 * p as i64]})
+            };
+            let doc = serde_json::json!({"iterations": prefills.iter().map(|&p| it(p)).collect::<Vec<_>>()});
+            std::fs::write(raw.join(pass).join(name), doc.to_string()).unwrap();
+        };
+        write(&r0, "baseline", "baseline.json", &[10, 30, 20], &[5, 9]);
+        write(&r1, "baseline", "baseline.json", &[12, 25], &[7, 8]);
+        write(&r0, "nsys", "nsys_timing.json", &[20, 20, 20], &[5, 9]);
+        write(&r1, "nsys", "nsys_timing.json", &[22, 22, 22], &[5, 9]);
+        let t = read_group(&[&r0, &r1]);
+        let base = t.baseline.unwrap();
+        // Rank 1 recorded two iterations: the group has two, each the slower rank's.
+        assert_eq!(base.iterations, 2);
+        assert_eq!(base.prefill.median_ns, (12.0 + 30.0) / 2.0);
+        assert_eq!(base.decode_step.median_ns, 8.0, "steps 7, 9, 7, 9");
+        let nsys = &t.profiled.iter().find(|(p, _)| p == "nsys").unwrap().1;
+        assert_eq!(nsys.prefill.median_ns, 22.0);
+        // One raw directory reads as before.
+        assert_eq!(read_group(&[&r0]).baseline.unwrap().iterations, 3);
     }
 
     #[test]

@@ -226,6 +226,7 @@ pub fn merge(mut inputs: Vec<RankInput>) -> Result<Bundle, MergeError> {
     }
     let skew = skew(&sorted);
     tables.finish(&mut out);
+    pool_decode_steps(&mut out, &sorted);
     let degree = out
         .workload
         .as_ref()
@@ -244,6 +245,26 @@ pub fn merge(mut inputs: Vec<RankInput>) -> Result<Bundle, MergeError> {
     });
     out.run_id = llmprof_store::run_id(&out);
     Ok(out)
+}
+
+/// The pooled stages hold every rank's instances, rank after rank: the decode steps of each
+/// instance are likewise every rank's list, in rank order — when every rank gives one per
+/// instance (a single entry for all instances stays as it is).
+fn pool_decode_steps(out: &mut Bundle, ranks: &[(u32, RankInput)]) {
+    let lists: Option<Vec<&Vec<u64>>> = ranks
+        .iter()
+        .map(|(_, r)| {
+            let w = r.bundle.workload.as_ref()?;
+            w.decode_steps.as_ref().map(|d| &d.value)
+        })
+        .collect();
+    let Some(lists) = lists.filter(|l| l.iter().all(|d| d.len() > 1)) else {
+        return;
+    };
+    if let Some(d) = out.workload.as_mut().and_then(|w| w.decode_steps.as_mut()) {
+        d.value = lists.into_iter().flatten().copied().collect();
+        d.source = format!("{}, each rank's in rank order (instances pooled)", d.source);
+    }
 }
 
 fn rank_entry(rank: u32, input: &RankInput, offset: i64, clock_source: String) -> RankEntry {

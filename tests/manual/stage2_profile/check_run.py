@@ -11,8 +11,9 @@ Prints one line per check, `PASS`, `FAIL` or `SKIP` (the run lacks what the chec
 exits 1 when any check fails. Each check recomputes a number from the run's own files and
 compares it with what llmprof stored or showed:
 
-  files      bundle.json parses, has a timeline (timeline.json or .gz), and every raw artifact the
-             capture's manifest lists exists with that size and sha256 (gzipped copies count)
+  files      bundle.json parses, has a timeline (timeline.json or .gz; a multi-rank run's in each
+             ranks/<r>/), and every raw artifact the capture's manifest lists exists with that
+             size and sha256 (gzipped copies count)
   passes     every capture pass succeeded (a failed pass is a FAIL: read its `missing` line)
   stages     prefill and decode are stages with at least one instance
   headline   TTFT is the median of the baseline's prefill samples (the unprofiled pass)
@@ -46,11 +47,19 @@ def sha256(path):
     return h.hexdigest()
 
 
+def has_timeline(run):
+    return any(os.path.isfile(os.path.join(run, n)) for n in ("timeline.json", "timeline.json.gz"))
+
+
 def check_files(run, b, trimmed):
-    has_timeline = any(os.path.isfile(os.path.join(run, n))
-                       for n in ("timeline.json", "timeline.json.gz"))
-    report("files", has_timeline or not b.get("stages"),
-           "timeline present" if has_timeline else "no timeline.json(.gz)")
+    ranks = [r["dir"] for r in (b.get("ranks") or {}).get("ranks") or []]
+    if ranks:
+        # A multi-rank run: each rank's timeline is in its own directory (ranks/<r>/).
+        found = all(has_timeline(os.path.join(run, d)) for d in ranks)
+    else:
+        found = has_timeline(run)
+    report("files", found or not b.get("stages"),
+           "timeline present" if found else "no timeline.json(.gz)")
     manifest = (b.get("capture") or {}).get("manifest") or []
     if not manifest:
         report("manifest", None, "not a capture (no manifest)")

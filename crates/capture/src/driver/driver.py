@@ -54,8 +54,10 @@ torch, no CUDA); 3 crash during the run (what was measured so far is still writt
 
 import contextlib
 import datetime
+import functools
 import gc
 import json
+import math
 import os
 import platform
 import sys
@@ -124,15 +126,16 @@ class Distributed:
     sets), joins an NCCL process group, and loads the model sharded with Hugging Face's
     tp_plan="auto". from_config has no TP plan, so rank 0 first saves the random-weight model to
     plan["distributed"]["checkpoint"] and every rank loads that. Rank 0 writes its outputs to
-    plan.out_dir as a single process does; rank r > 0 writes them to out_dir/rank-<r>/. Every
+    plan.out_dir as a single process does; rank r > 0 writes them to raw/ranks/<r>/<pass>/. Every
     rank marks the same stages; a barrier before each timed iteration keeps the ranks in step.
     """
 
-    KEYS = {"nproc", "checkpoint"}
+    KEYS = {"nproc", "checkpoint", "collective_timeout_s"}
 
-    def __init__(self, nproc, checkpoint, rank, local_rank, world):
+    def __init__(self, nproc, checkpoint, rank, local_rank, world, timeout_s=300.0):
         self.nproc, self.checkpoint = nproc, checkpoint
         self.rank, self.local_rank, self.world = rank, local_rank, world
+        self.timeout_s = timeout_s
 
     @classmethod
     def from_plan(cls, raw):
@@ -143,6 +146,7 @@ class Distributed:
         _unknown(raw, cls.KEYS, "plan.distributed")
         nproc = _int(raw, "nproc", "plan.distributed", None, 1)
         checkpoint = _req(raw, "checkpoint", str, "plan.distributed")
+        timeout_s = _seconds(raw, "collective_timeout_s", "plan.distributed", 300.0, 86400)
         env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
         missing = [k for k, v in env.items() if v is None]
         if missing:
@@ -154,7 +158,7 @@ class Distributed:
             raise PlanError(f"torchrun's RANK/LOCAL_RANK/WORLD_SIZE are not integers: {env}") from e
         if world != nproc:
             raise PlanError(f"plan.distributed.nproc is {nproc} but WORLD_SIZE is {world}")
-        return cls(nproc, checkpoint, rank, local, world)
+        return cls(nproc, checkpoint, rank, local, world, timeout_s)
 
     def record(self):
         return {"rank": self.rank, "local_rank": self.local_rank, "world_size": self.world,
@@ -302,15 +306,15 @@ def _int(d, key, where, default, minimum):
     return v
 
 
-def _seconds(d, key, where, default):
-    """A number of seconds, 0 to PREFILL_LOOP_MAX_S."""
+def _seconds(d, key, where, default, most=PREFILL_LOOP_MAX_S):
+    """A number of seconds, 0 to `most`."""
     if d.get(key) is None:
         return default
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
         raise PlanError(f"{where}.{key} must be a number of seconds, not {json.dumps(v)}")
-    if not 0 <= v <= PREFILL_LOOP_MAX_S:
-        raise PlanError(f"{where}.{key} must be between 0 and {PREFILL_LOOP_MAX_S}, not {v}")
+    if not 0 <= v <= most:
+        raise PlanError(f"{where}.{key} must be between 0 and {most}, not {v}")
     return float(v)
 
 
@@ -390,6 +394,9 @@ class Metadata:
         d["max_new_tokens"] = p.max_new_tokens
         d["seed"] = p.seed
         d["dtype"] = p.dtype
+        # Which process ran the pass: an Nsight Systems export of a torchrun job holds one per
+        # rank, told apart by pid.
+        self.pass_record()["pid"] = os.getpid()
         old = d.get("notes") if isinstance(d.get("notes"), list) else []
         d["notes"] = old + [n for n in self.notes if n not in old]
         write_json(self.path, d)
@@ -745,28 +752,34 @@ class Runner:
         if times:
             rec["sub_stage_ns"] = times
 
-    def prefill_loop(self, seconds):
+    def prefill_loop(self, seconds, agree=None):
         """Back-to-back prefills (the measured prefill's forward and greedy pick, a static cache
-        reset before each) until `seconds` of host time have passed and at least
-        PREFILL_LOOP_MIN ran (at most PREFILL_LOOP_MAX), then one synchronize: one window long
-        enough to span many NVML power refreshes, for prefill energy. Sub-stages are not timed
-        in it. Returns the window on the wall clock (WINDOW_CLOCK) and the prefills in it."""
+        reset before each), then one synchronize: one window long enough to span many NVML power
+        refreshes, for prefill energy. Sub-stages are not timed in it. They run in rounds, each
+        ended by a synchronize and sized from the time per prefill so far
+        (`prefill_loop_more`), until `seconds` have passed and at least PREFILL_LOOP_MIN ran (at
+        most PREFILL_LOOP_MAX). Under tensor parallelism every prefill is a set of collectives,
+        so every rank must run the same number: `agree` (the largest over the ranks) sizes each
+        round for all. Returns the window on the wall clock (WINDOW_CLOCK) and the prefills in
+        it."""
         torch, dec = self.torch, self.decoder
         marker, self.marker = self.marker, NullMarker()
+        agree = agree or (lambda n: n)
         try:
             with torch.no_grad():
                 self.sync()
                 w0, t0 = time.time_ns(), time.perf_counter_ns()
                 n = 0
-                while n < PREFILL_LOOP_MAX and (
-                        n < PREFILL_LOOP_MIN or time.perf_counter_ns() - t0 < seconds * 1e9):
-                    dec.reset()
-                    out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
-                                     **self.logits_kw, **dec.prefill_kwargs())
-                    out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
-                    del out
-                    n += 1
-                self.sync()
+                while (more := agree(prefill_loop_more(
+                        seconds, n, time.perf_counter_ns() - t0))) > 0:
+                    for _ in range(more):
+                        dec.reset()
+                        out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
+                                         **self.logits_kw, **dec.prefill_kwargs())
+                        out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                        del out
+                    n += more
+                    self.sync()
                 t1, w1 = time.perf_counter_ns(), time.time_ns()
         finally:
             self.marker = marker
@@ -816,9 +829,11 @@ class MemoryProbe:
             rec["memory"]["kv_cache_kind"] = "static" if decoder.cache is not None else "dynamic"
 
     def pass_facts(self, model):
-        """Weights and the device's free and total memory, once per pass."""
-        facts = {"weights_bytes": int(sum(t.numel() * t.element_size()
-                                          for t in [*model.parameters(), *model.buffers()]))}
+        """Weights (this GPU's share) and the device's free and total memory, once per pass."""
+        # A tensor-parallel model's parameters are DTensors: count this GPU's shard.
+        local = [t.to_local() if hasattr(t, "to_local") else t
+                 for t in [*model.parameters(), *model.buffers()]]
+        facts = {"weights_bytes": int(sum(t.numel() * t.element_size() for t in local))}
         if not self.cpu:
             free, total = self.torch.cuda.mem_get_info(self.device)
             facts.update({"free_bytes": int(free), "total_bytes": int(total),
@@ -1331,6 +1346,19 @@ def memory_summary(facts, iterations, plan, seq_len):
     return out
 
 
+def prefill_loop_more(seconds, n, elapsed_ns):
+    """How many more back-to-back prefills to run after `n` took `elapsed_ns`: none once
+    `seconds` have passed and PREFILL_LOOP_MIN ran, one to learn the time per prefill, else
+    enough to fill the rest of `seconds` at the pace so far (at least up to PREFILL_LOOP_MIN,
+    at most up to PREFILL_LOOP_MAX)."""
+    if n >= PREFILL_LOOP_MAX or (n >= PREFILL_LOOP_MIN and elapsed_ns >= seconds * 1e9):
+        return 0
+    if n == 0:
+        return 1
+    rest = math.ceil((seconds * 1e9 - elapsed_ns) / max(elapsed_ns / n, 1))
+    return min(PREFILL_LOOP_MAX - n, max(rest, PREFILL_LOOP_MIN - n, 1))
+
+
 def prefill_energy_loop(ctx, runner, doc):
     """After the measured iterations, back-to-back prefills for plan.prefill_energy_s seconds
     (Runner.prefill_loop), into doc["prefill_loop"] and baseline.json."""
@@ -1338,7 +1366,8 @@ def prefill_energy_loop(ctx, runner, doc):
     if plan.prefill_energy_s <= 0:
         return
     log(f"prefill loop for energy ({plan.prefill_energy_s:g} s)")
-    doc["prefill_loop"] = loop = runner.prefill_loop(plan.prefill_energy_s)
+    agree = functools.partial(agree_max, ctx["torch"], plan)
+    doc["prefill_loop"] = loop = runner.prefill_loop(plan.prefill_energy_s, agree)
     write_json(os.path.join(plan.out_dir, "baseline.json"), doc)
     ctx["meta"].note(f"baseline: {loop['prefills']} back-to-back prefills over "
                      f"{loop['wall_ns'] / 1e9:.2f} s after the measured iterations, for prefill "
@@ -1563,11 +1592,24 @@ def init_distributed(torch, plan):
     """Joins the NCCL process group of this rank's torchrun job, on device plan.device."""
     import torch.distributed as dist  # noqa: PLC0415 - only under torchrun
     try:
-        dist.init_process_group("nccl", device_id=torch.device("cuda", plan.device))
+        # A rank left waiting in a collective its peers never join (they crashed, or issued
+        # fewer) fails after the timeout, naming itself, instead of hanging the group.
+        dist.init_process_group("nccl", device_id=torch.device("cuda", plan.device),
+                                timeout=datetime.timedelta(seconds=plan.distributed.timeout_s))
     except Exception as e:  # noqa: BLE001 - NCCL's errors are many; say which rank failed
         raise PlanError(f"rank {plan.distributed.rank}: could not join the NCCL process group: "
                         f"{e}") from e
     log(f"rank {plan.distributed.rank} of {plan.distributed.world} on cuda:{plan.device}")
+
+
+def agree_max(torch, plan, n):
+    """The largest `n` over the ranks (all-reduce MAX): a count every rank then loops over, so
+    each issues the same collectives. `n` itself without torchrun."""
+    if plan.distributed is None:
+        return n
+    t = torch.tensor([n], dtype=torch.int64, device=f"cuda:{plan.device}")
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    return int(t.item())
 
 
 def rank_barrier(torch, plan):
@@ -1695,6 +1737,13 @@ def run(plan, ctx):
     rec["finished_at"] = _utc_now()
 
 
+def rank_out_dir(out_dir, rank):
+    """Where rank r > 0 writes what rank 0 writes to raw/<pass>/: raw/ranks/<r>/<pass>/, so
+    that raw/ranks/<r>/ reads like a single process's raw/."""
+    raw, pass_dir = os.path.split(os.path.normpath(out_dir))
+    return os.path.join(raw, "ranks", str(rank), pass_dir)
+
+
 def _utc_now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
@@ -1710,7 +1759,7 @@ def main(argv):
         if plan.distributed is not None:
             plan.device = plan.distributed.local_rank
             if plan.distributed.rank > 0:
-                plan.out_dir = os.path.join(plan.out_dir, f"rank-{plan.distributed.rank}")
+                plan.out_dir = rank_out_dir(plan.out_dir, plan.distributed.rank)
         ctx["plan"] = plan
         log(f"pass {plan.pass_name}: out_dir {plan.out_dir}")
         setup(plan, ctx)

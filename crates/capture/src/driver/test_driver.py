@@ -122,6 +122,25 @@ class PlanChecks(unittest.TestCase):
         self.assertEqual(driver.Plan(plan("/tmp/x", prefill_energy_s=2)).prefill_energy_s, 2.0)
         driver.Plan(plan("/tmp/x", _comment="ignored"))
 
+    def test_rank_outputs_read_like_a_single_process_raw_dir(self):
+        self.assertEqual(driver.rank_out_dir("/w/raw/nsys", 1), "/w/raw/ranks/1/nsys")
+        self.assertEqual(driver.rank_out_dir("/w/raw/baseline-2/", 3),
+                         "/w/raw/ranks/3/baseline-2")
+
+    def test_prefill_loop_rounds_fill_the_seconds_within_bounds(self):
+        more, lo, hi = driver.prefill_loop_more, driver.PREFILL_LOOP_MIN, driver.PREFILL_LOOP_MAX
+        self.assertEqual(more(2.0, 0, 0), 1)
+        # One prefill took 25 ms: 79 more fill the 2 s.
+        self.assertEqual(more(2.0, 1, 25_000_000), 79)
+        # The first was slow: the next round fills what is left at the pace so far.
+        self.assertEqual(more(2.0, 80, 1_000_000_000), 80)
+        self.assertEqual(more(2.0, 160, 2_000_000_001), 0)
+        self.assertEqual(more(2.0, 1, 5_000_000_000), lo - 1)
+        self.assertEqual(more(2.0, 1, 0), hi - 1)
+        self.assertEqual(more(2.0, hi, 1), 0)
+        # Without torchrun the count is the rank's own.
+        self.assertEqual(driver.agree_max(None, driver.Plan(plan("/tmp/x")), 7), 7)
+
     def test_distributed_needs_torchrun(self):
         dist = {"nproc": 2, "checkpoint": "/tmp/ckpt"}
         saved = {k: os.environ.pop(k, None) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
@@ -134,6 +153,12 @@ class PlanChecks(unittest.TestCase):
             d = driver.Plan(plan("/tmp/x", distributed=dist)).distributed
             self.assertEqual((d.rank, d.local_rank, d.world), (1, 1, 2))
             self.assertEqual(d.record()["tensor_parallel"], 2)
+            self.assertEqual(d.timeout_s, 300.0)
+            timed = dict(dist, collective_timeout_s=30)
+            self.assertEqual(driver.Plan(plan("/tmp/x", distributed=timed)).distributed.timeout_s,
+                             30.0)
+            self.bad(plan("/tmp/x", distributed=dict(dist, collective_timeout_s=-1)),
+                     "between 0 and")
             self.assertIsNone(driver.Plan(plan("/tmp/x")).distributed)
         finally:
             for k, v in saved.items():

@@ -7,11 +7,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use llmprof_bundle::{Capture, ManifestEntry, NvmlSeries};
-use llmprof_store::retention;
+use llmprof_store::{retention, RAW_DIR};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{CaptureOutput, Session, State};
+use super::{CaptureOutput, RankOutput, Session, State};
 use crate::{cmd_timings, timings, CaptureError, Mode, Plan, Target};
 
 /// What the capture records before any pass runs: the target (overrides applied) or the
@@ -48,29 +48,59 @@ pub(super) fn capture_record(plan: &Plan, name: &str) -> Capture {
 pub(super) fn finish(
     s: &Session<'_>,
     mut st: State,
-    mut nvml: Option<NvmlSeries>,
+    nvml: Vec<Option<NvmlSeries>>,
     model_config: Option<PathBuf>,
 ) -> Result<CaptureOutput, CaptureError> {
+    let mut nvml = nvml.into_iter();
+    let mut rank0_nvml = nvml.next().flatten();
     let (kineto, ncu_csv) = traces(s, &mut st);
+    let nsys_exported = st.nsys_sqlite.is_some();
     let capture = &mut st.capture;
-    environment(s, capture);
+    environment(s, capture, &s.raw, s.plan.opts.device);
     let metadata = match s.plan.target.as_ref() {
         Some(t) => Some(target_results(
             s,
+            &s.raw,
             t,
             capture,
-            nvml.as_mut(),
-            st.nsys_sqlite.is_some(),
+            rank0_nvml.as_mut(),
+            nsys_exported,
         )?),
         None => {
-            command_results(s, capture, nvml.as_mut(), &st.windows, kineto.is_some());
+            command_results(
+                s,
+                capture,
+                rank0_nvml.as_mut(),
+                &st.windows,
+                kineto.is_some(),
+            );
             command_metadata(s)
         }
     };
-    if nvml.is_none() {
+    if rank0_nvml.is_none() {
         capture.energy_note = Some("no energy: no NVML samples".into());
     }
     note_failed_passes(capture);
+    let mut ranks = match s.plan.target.as_ref() {
+        Some(t) if s.rank_raws().len() > 1 => {
+            let rank0 = RankOutput {
+                rank: 0,
+                raw_dir: s.raw.clone(),
+                kineto: None,
+                metadata: metadata.clone(),
+                capture: capture.clone(),
+                nvml: rank0_nvml.clone(),
+            };
+            let mut all = vec![rank0];
+            all.extend(other_ranks(s, t, capture, nvml, nsys_exported)?);
+            if let Some(r) = &mut all[0].capture.ranks {
+                r.rank = Some(0);
+            }
+            *capture = group_record(capture, &all);
+            all
+        }
+        _ => Vec::new(),
+    };
     // Size cap: big raw files (the PyTorch profiler's JSON trace) are kept gzipped.
     let compressed = retention::compress_raw(&s.raw, retention::COMPRESS_NOW_BYTES);
     let kineto = kineto.map(|k| {
@@ -82,7 +112,13 @@ pub(super) fn finish(
             k
         }
     });
+    for r in &mut ranks {
+        r.kineto = kineto_in(&r.raw_dir);
+    }
     capture.manifest = manifest(&s.work_dir, &s.raw);
+    for r in &mut ranks {
+        r.capture.manifest = rank_files(&capture.manifest, r.rank);
+    }
     if capture.passes.iter().all(|p| !p.ok) && !capture.interrupted {
         return Err(CaptureError::NothingCaptured(format!(
             "Artifacts and logs are kept in `{}`.",
@@ -98,8 +134,99 @@ pub(super) fn finish(
         metadata,
         model_config,
         capture: st.capture,
-        nvml,
+        nvml: rank0_nvml,
+        ranks,
     })
+}
+
+/// The records of ranks 1.. of a `--nproc` capture: each from its own `raw/ranks/<r>/` and its
+/// own GPU's samples, the rest (passes, target, what is missing) as rank 0's.
+fn other_ranks(
+    s: &Session<'_>,
+    t: &Target,
+    rank0: &Capture,
+    nvml: impl Iterator<Item = Option<NvmlSeries>>,
+    nsys_exported: bool,
+) -> Result<Vec<RankOutput>, CaptureError> {
+    let devices = s.plan.opts.ranks.as_ref().map(|r| r.devices.clone());
+    let mut out = Vec::new();
+    for ((rank, raw), mut series) in s.rank_raws().into_iter().enumerate().skip(1).zip(nvml) {
+        let mut capture = rank0.clone();
+        capture.energy = Vec::new();
+        capture.energy_note = Some("no energy: no NVML samples of this rank's GPU".into());
+        let device = devices.as_ref().and_then(|d| d.get(rank).copied());
+        environment(s, &mut capture, &raw, device.unwrap_or(s.plan.opts.device));
+        let metadata = target_results(s, &raw, t, &mut capture, series.as_mut(), nsys_exported)?;
+        if let Some(r) = &mut capture.ranks {
+            r.rank = Some(rank as u32);
+        }
+        out.push(RankOutput {
+            rank: rank as u32,
+            raw_dir: raw,
+            kineto: None,
+            metadata: Some(metadata),
+            capture,
+            nvml: series,
+        });
+    }
+    Ok(out)
+}
+
+/// The whole group's record from rank 0's: baseline and overhead over the group's iterations
+/// (each stage as long as the slowest rank's, [`timings::read_group`]), energy summed over the
+/// ranks' GPUs. Memory stays rank 0's: one GPU's.
+fn group_record(rank0: &Capture, ranks: &[RankOutput]) -> Capture {
+    let mut group = rank0.clone();
+    let raws: Vec<&Path> = ranks.iter().map(|r| r.raw_dir.as_path()).collect();
+    let timing = timings::read_group(&raws);
+    group.baseline = timing.baseline.clone();
+    group.overhead = timing.overhead();
+    let energies: Vec<Vec<llmprof_bundle::StageEnergy>> =
+        ranks.iter().map(|r| r.capture.energy.clone()).collect();
+    group.energy = crate::energy::sum_over_ranks(&energies);
+    let n = ranks.len();
+    group.energy_note = Some(if group.energy.is_empty() {
+        format!(
+            "no energy for the group: not every one of the {n} ranks' GPUs has NVML samples over \
+             the same stage windows (each rank's own is in its run, ranks/<rank>/)"
+        )
+    } else {
+        format!(
+            "the sum over the {n} ranks' GPUs of each one's energy per stage instance (mean power \
+             summed; J/token over the group's tokens, which every rank of the tensor-parallel \
+             group works on together). Each GPU's: {}",
+            rank0.energy_note.clone().unwrap_or_default()
+        )
+    });
+    if let Some(r) = &mut group.ranks {
+        r.rank = None;
+    }
+    group
+}
+
+/// The PyTorch-profiler trace under a rank's raw directory, plain or gzipped.
+fn kineto_in(raw: &Path) -> Option<PathBuf> {
+    ["kineto/kineto_trace.json", "kineto/kineto_trace.json.gz"]
+        .iter()
+        .map(|p| raw.join(p))
+        .find(|p| p.is_file())
+}
+
+/// The manifest entries of one rank's files: rank r's under `raw/ranks/<r>/`, rank 0's all the
+/// others (its own outputs and the shared Nsight Systems report).
+fn rank_files(all: &[ManifestEntry], rank: u32) -> Vec<ManifestEntry> {
+    let prefix = format!("{RAW_DIR}/{}/", crate::ranks::RANKS_RAW_DIR);
+    let own = format!("{prefix}{rank}/");
+    all.iter()
+        .filter(|e| {
+            if rank == 0 {
+                !e.path.starts_with(&prefix)
+            } else {
+                e.path.starts_with(&own)
+            }
+        })
+        .cloned()
+        .collect()
 }
 
 /// A `--cmd` workload's `--metadata`, copied to `raw/metadata.json` for ingest; `None` without
@@ -150,9 +277,9 @@ fn traces(s: &Session<'_>, st: &mut State) -> (Option<PathBuf>, Option<PathBuf>)
 /// The GPU and driver as NVML sees them, the CPUs the workload ran on (pinning, model,
 /// governor, frequency), llmprof's version, the versions the driver reported, and the
 /// profilers' versions.
-fn environment(s: &Session<'_>, capture: &mut Capture) {
+fn environment(s: &Session<'_>, capture: &mut Capture, raw: &Path, device: u32) {
     let plan = s.plan;
-    capture.snapshot = crate::nvml::snapshot(plan.opts.device).unwrap_or_default();
+    capture.snapshot = crate::nvml::snapshot(device).unwrap_or_default();
     capture.snapshot.llmprof = env!("CARGO_PKG_VERSION").into();
     let cpu = &plan.cpu;
     capture.snapshot.cpu = cpu.model.clone();
@@ -160,7 +287,7 @@ fn environment(s: &Session<'_>, capture: &mut Capture) {
     capture.snapshot.cpu_mhz = cpu.mhz;
     capture.snapshot.pinned_cpus = cpu.pinned.as_deref().map(crate::cpu::format_list);
     capture.snapshot.pin_note = cpu.note.clone();
-    timings::versions_into(&s.raw, &mut capture.snapshot);
+    timings::versions_into(raw, &mut capture.snapshot);
     if let Some(n) = &plan.nsys {
         if let Some(v) = crate::tools::version(n, &["--version"]) {
             capture.snapshot.tools.push(("nsys".into(), v));
@@ -177,12 +304,12 @@ fn environment(s: &Session<'_>, capture: &mut Capture) {
 /// the run metadata for ingest (`raw/metadata.json`); returns that file.
 fn target_results(
     s: &Session<'_>,
+    raw: &Path,
     t: &Target,
     capture: &mut Capture,
     nvml: Option<&mut NvmlSeries>,
     nsys_exported: bool,
 ) -> Result<PathBuf, CaptureError> {
-    let raw = &s.raw;
     let timing = timings::read_all(raw);
     capture.compile = timings::compile_records(raw, &s.plan.passes);
     capture.baseline = timing.baseline.clone();
@@ -204,29 +331,58 @@ fn target_results(
     // Decode instances in the trace ingest times from: every measured one in the nsys export,
     // one in the kineto trace.
     let decode_instances = if nsys_exported { s.repeats } else { 1 };
-    write_metadata(s, t, image_tokens, decode_instances)
+    write_metadata(s, raw, t, image_tokens, decode_instances)
 }
 
-/// `raw/metadata.json`: token counts, counted FLOPs and measured ceilings, for ingest.
+/// `metadata.json` in a rank's raw directory: token counts, counted FLOPs and measured
+/// ceilings, for ingest. Under tensor parallelism each rank's flops pass counts its own shard,
+/// so the counted FLOPs are summed over the ranks (the model's) and the parallel degree is
+/// the rank count: MFU is the model's FLOPs over every rank's peak.
 fn write_metadata(
     s: &Session<'_>,
+    raw: &Path,
     t: &Target,
     image_tokens: u64,
     decode_instances: u64,
 ) -> Result<PathBuf, CaptureError> {
-    let cal = timings::calibration(&s.raw);
-    let metadata = s.raw.join("metadata.json");
-    let meta = json!({
+    let cal = timings::calibration(raw);
+    let metadata = raw.join("metadata.json");
+    let raws = s.rank_raws();
+    let (counted_flops, flops_source) = if raws.len() > 1 {
+        let mut sum: std::collections::BTreeMap<String, f64> = Default::default();
+        for r in &raws {
+            for (stage, f) in timings::counted_flops(r) {
+                *sum.entry(stage).or_default() += f;
+            }
+        }
+        (
+            sum,
+            format!(
+                "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass), summed \
+                 over the {} ranks' shards",
+                raws.len()
+            ),
+        )
+    } else {
+        (
+            timings::counted_flops(raw),
+            "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)".to_string(),
+        )
+    };
+    let mut meta = json!({
         "batch_size": t.inputs.batch_size,
         "prompt_tokens": t.inputs.prompt_tokens,
         "image_tokens": image_tokens,
         "decode_steps": vec![t.inputs.max_new_tokens; decode_instances as usize],
-        "prefill_logits": timings::prefill_logits(&s.raw),
-        "counted_flops": timings::counted_flops(&s.raw),
-        "counted_flops_source": "torch.utils.flop_counter.FlopCounterMode (llmprof driver, flops pass)",
+        "prefill_logits": timings::prefill_logits(raw),
+        "counted_flops": counted_flops,
+        "counted_flops_source": flops_source,
         "measured_tflops": cal.0,
         "measured_gbps": cal.1,
     });
+    if raws.len() > 1 {
+        meta["parallel_degree"] = json!(raws.len());
+    }
     std::fs::write(
         &metadata,
         serde_json::to_string_pretty(&meta).unwrap_or_default(),

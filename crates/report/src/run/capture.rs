@@ -311,13 +311,15 @@ fn memory(b: &Bundle) -> TableView {
         note.join(", "),
     );
     if let Some(c) = a.and_then(|a| a.kv_cache_computed_bytes) {
+        let shards = (a.and_then(|a| a.kv_shards))
+            .map_or(String::new(), |n| format!(" ÷ {n} GPUs (tensor parallel)"));
         let diff = a
             .and_then(|a| a.kv_cache_diff_pct)
             .map_or(String::new(), |d| format!("; measured differs by {d:+.1}%"));
         row(
             "KV cache, computed",
             Some(c),
-            format!("model config × {held}{diff}"),
+            format!("model config × {held}{shards}{diff}"),
         );
     }
     row(

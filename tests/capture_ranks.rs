@@ -1,0 +1,286 @@
+//! `llmprof capture --nproc 2` on recorded output: the raw directory of a real two-GPU capture
+//! (`tests/fixtures/h200x2-tp2-capture/`: tensor parallel under torchrun on two H200s, one
+//! Nsight Systems report of both ranks, a PyTorch-profiler trace and the driver's timings per
+//! rank) assembled and saved again as the capture does after its passes, and held to the
+//! export itself: each rank's kernels and collectives are its process's rows.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use llmprof_bundle::{Bundle, Capture};
+use llmprof_capture::{CaptureOptions, CaptureOutput, CaptureRun, Override, RankOutput};
+
+use crate::common::*;
+
+const FIXTURE: &str = "h200x2-tp2-capture";
+
+/// The recorded capture, as the passes leave it: the fixture's `raw/` copied into a working
+/// directory, and what the passes hand to assembly (each rank's capture record as the real
+/// capture computed it, `records.json`).
+struct Recorded {
+    dir: tempfile::TempDir,
+    plan: llmprof_capture::Plan,
+    output: CaptureOutput,
+    records: serde_json::Value,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+fn recorded() -> Recorded {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join(".capture-qwen2.5-0.5b-recorded");
+    let raw = work.join("raw");
+    copy_dir(&fixture(&format!("{FIXTURE}/raw")), &raw);
+    let text = std::fs::read_to_string(fixture(&format!("{FIXTURE}/records.json"))).unwrap();
+    let records: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let capture = |v: &serde_json::Value| -> Capture { serde_json::from_value(v.clone()).unwrap() };
+    let overrides = [
+        "model.config.num_hidden_layers=2",
+        "inputs.prompt_tokens=64",
+    ];
+    let opts = CaptureOptions {
+        workload: llmprof_capture::WorkloadSpec::Target(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/qwen2.5-0.5b.toml"),
+        ),
+        mode: llmprof_capture::Mode::Standard,
+        repeats: Some(3),
+        auto_repeats: None,
+        pin: false,
+        device: 0,
+        ranks: Some(llmprof_capture::ranks::Ranks::new(2, vec![], None).unwrap()),
+        cmd_analysis: Default::default(),
+        timeout_s: None,
+        overhead_repeats: 1,
+        out: dir.path().join("runs"),
+        overrides: overrides
+            .iter()
+            .map(|o| Override::parse(o).unwrap())
+            .collect(),
+        cuda_graph_trace: Default::default(),
+    };
+    let plan = llmprof_capture::plan(opts).unwrap();
+    let ranks: Vec<RankOutput> = (0..2u32)
+        .map(|r| {
+            let raw_dir = llmprof_capture::ranks::rank_raw(&raw, r);
+            RankOutput {
+                rank: r,
+                kineto: Some(raw_dir.join("kineto/kineto_trace.json.gz")),
+                metadata: Some(raw_dir.join("metadata.json")),
+                raw_dir,
+                capture: capture(&records["ranks"][r as usize]),
+                nvml: None,
+            }
+        })
+        .collect();
+    let output = CaptureOutput {
+        work_dir: work.clone(),
+        raw_dir: raw.clone(),
+        kineto: ranks[0].kineto.clone(),
+        nsys_sqlite: Some(raw.join("nsys/profile.sqlite.gz")),
+        ncu_csv: None,
+        metadata: ranks[0].metadata.clone(),
+        model_config: Some(raw.join("config.json")),
+        capture: capture(&records["group"]),
+        nvml: None,
+        ranks,
+    };
+    Recorded {
+        dir,
+        plan,
+        output,
+        records,
+    }
+}
+
+/// The export, inflated, opened with SQLite itself.
+fn export() -> (tempfile::NamedTempFile, rusqlite::Connection) {
+    let gz = std::fs::File::open(fixture(&format!("{FIXTURE}/raw/nsys/profile.sqlite.gz")));
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(gz.unwrap())
+        .read_to_end(&mut bytes)
+        .unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    let conn = rusqlite::Connection::open(file.path()).unwrap();
+    (file, conn)
+}
+
+/// The pid rank `r`'s driver recorded for the nsys pass.
+fn nsys_pid(r: u32) -> i64 {
+    let dir = if r == 0 {
+        "raw".to_string()
+    } else {
+        format!("raw/ranks/{r}")
+    };
+    let text = std::fs::read_to_string(fixture(&format!("{FIXTURE}/{dir}/nsys/metadata.json")));
+    let doc: serde_json::Value = serde_json::from_str(&text.unwrap()).unwrap();
+    doc["passes"]["nsys"]["pid"].as_i64().unwrap()
+}
+
+/// Kernel rows of the process with `pid` (`globalPid` holds it in bits 24..48), all of them
+/// and those whose name is NCCL's: (count, summed ns).
+fn kernels_of(conn: &rusqlite::Connection, pid: i64, nccl: bool) -> (u64, i64) {
+    let sql = format!(
+        "SELECT COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+         JOIN StringIds s ON s.id = k.shortName \
+         WHERE (k.globalPid >> 24) & 16777215 = ?1 {}",
+        if nccl {
+            "AND s.value LIKE 'ncclDevKernel%'"
+        } else {
+            ""
+        }
+    );
+    conn.query_row(&sql, [pid], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+        .unwrap()
+}
+
+fn assembled() -> (Recorded, CaptureRun) {
+    let rec = recorded();
+    let run = llmprof_capture::assemble(&rec.plan, &rec.output).unwrap();
+    (rec, run)
+}
+
+#[test]
+fn each_rank_is_its_own_process_of_the_export_with_its_collectives() {
+    let (rec, run) = assembled();
+    let (_file, conn) = export();
+    assert_eq!(run.ranks.len(), 2);
+    let pids: Vec<i64> = (0..2).map(nsys_pid).collect();
+    assert_ne!(pids[0], pids[1], "two processes");
+    for (r, rank) in &run.ranks {
+        let b = &rank.bundle;
+        let (kernels, _) = kernels_of(&conn, pids[*r as usize], false);
+        assert!(kernels > 1000, "rank {r} ran its share of the kernels");
+        assert_eq!(
+            b.totals.kernels, kernels,
+            "rank {r}: its process's kernel rows"
+        );
+        let written = &rec.records["written"]["ranks"][r.to_string()]["kernels"];
+        assert_eq!(
+            Some(b.totals.kernels),
+            written.as_u64(),
+            "as the capture wrote"
+        );
+        let (calls, ns) = kernels_of(&conn, pids[*r as usize], true);
+        let comm = b.communication.as_ref().expect("communication per rank");
+        let ours: u64 = comm.collectives.iter().map(|c| c.calls).sum();
+        let ours_ns: u64 = comm.collectives.iter().map(|c| c.total_ns).sum();
+        assert_eq!(
+            (ours, ours_ns as i64),
+            (calls, ns),
+            "rank {r}'s NCCL kernels"
+        );
+        assert!(comm.collectives.iter().any(|c| c.collective == "allreduce"));
+        assert_eq!(b.environment.distributed.as_ref().unwrap().rank, *r);
+        let capture = b.capture.as_ref().unwrap();
+        assert_eq!(capture.ranks.as_ref().unwrap().rank, Some(*r));
+        assert!(
+            b.timing_source.is_some() && !b.operators.is_empty(),
+            "nsys and kineto"
+        );
+    }
+    let ncu_rows = |r: usize| run.ranks[r].1.bundle.ncu.len();
+    assert_eq!(
+        (ncu_rows(0), ncu_rows(1)),
+        (0, 0),
+        "standard mode: no ncu pass"
+    );
+}
+
+#[test]
+fn the_run_pools_the_ranks_with_the_model_flops_over_both_gpus() {
+    let (rec, run) = assembled();
+    let top: &Bundle = &run.run.bundle;
+    assert!(run.run.timeline.is_none(), "the ranks hold the timelines");
+    let ranks = top.ranks.as_ref().unwrap();
+    assert_eq!((ranks.world_size, ranks.ranks.len()), (2, 2));
+    assert!(ranks.missing.is_empty());
+    let kernels: u64 = run.ranks.iter().map(|(_, r)| r.bundle.totals.kernels).sum();
+    assert_eq!(top.totals.kernels, kernels);
+    // The flops pass counts each rank's shard: the model's FLOPs are their sum.
+    let flops = |dir: &str| -> f64 {
+        let text = std::fs::read_to_string(fixture(&format!("{FIXTURE}/{dir}/flops/flops.json")));
+        let doc: serde_json::Value = serde_json::from_str(&text.unwrap()).unwrap();
+        doc["prefill"].as_f64().unwrap()
+    };
+    let sum = flops("raw") + flops("raw/ranks/1");
+    let counted = top
+        .counted_flops
+        .iter()
+        .find(|c| c.stage == "prefill")
+        .unwrap();
+    assert!((counted.flops_per_instance - sum).abs() <= 1e-6 * sum);
+    assert!(counted.source.contains("summed over the 2 ranks"));
+    let w = top.workload.as_ref().unwrap();
+    assert_eq!(w.parallel_degree.as_ref().map(|d| d.value), Some(2));
+    // Stage instances of both ranks are pooled, and so are their decode steps.
+    let decode = top.stages.iter().find(|s| s.name == "decode").unwrap();
+    let steps = &w.decode_steps.as_ref().unwrap().value;
+    assert_eq!(decode.instances as usize, steps.len());
+    assert_eq!(steps.len(), 6, "3 measured iterations on each of 2 ranks");
+    // The run's record is the group's: energy summed over the GPUs.
+    let group: Capture = serde_json::from_value(rec.records["group"].clone()).unwrap();
+    let capture = top.capture.as_ref().unwrap();
+    assert_eq!(capture.energy, group.energy);
+    assert_eq!(capture.ranks.as_ref().unwrap().rank, None);
+    let rank_j = |r: usize, stage: &str| {
+        let c: Capture = serde_json::from_value(rec.records["ranks"][r].clone()).unwrap();
+        c.energy.iter().find(|e| e.stage == stage).unwrap().energy_j
+    };
+    for e in &capture.energy {
+        let sum = rank_j(0, &e.stage) + rank_j(1, &e.stage);
+        assert!(
+            (e.energy_j - sum).abs() < 1e-9,
+            "{}: {} vs {sum}",
+            e.stage,
+            e.energy_j
+        );
+    }
+}
+
+#[test]
+fn saved_the_run_has_a_directory_per_rank_and_the_raw_files_of_all() {
+    let (rec, mut run) = assembled();
+    for (_, r) in &mut run.ranks {
+        r.bundle.analysis = Some(llmprof_analysis::analyze(&r.bundle));
+    }
+    run.run.bundle.analysis = Some(llmprof_analysis::analyze(&run.run.bundle));
+    let work = rec.output.work_dir.clone();
+    let saved = llmprof_capture::save(&rec.plan, rec.output, run).unwrap();
+    let dir: PathBuf = saved.dir;
+    for f in [
+        "bundle.json",
+        "ranks/0/bundle.json",
+        "ranks/1/bundle.json",
+        "ranks/0/timeline.json",
+        "ranks/1/timeline.json",
+        "raw/ranks/1/kineto/kineto_trace.json.gz",
+        "raw/nsys/profile.sqlite.gz",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    assert!(!work.exists(), "the working directory becomes the run");
+    let out = llmprof(["show".as_ref(), dir.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("2 of a world of 2 ranks"), "{text}");
+    assert!(text.contains("allreduce"), "{text}");
+    drop(rec.dir);
+}

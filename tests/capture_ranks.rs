@@ -284,3 +284,45 @@ fn saved_the_run_has_a_directory_per_rank_and_the_raw_files_of_all() {
     assert!(text.contains("allreduce"), "{text}");
     drop(rec.dir);
 }
+
+#[test]
+fn a_rank_that_crashed_before_its_first_kernel_leaves_a_partial_run_that_names_it() {
+    let mut rec = recorded();
+    // Rank 1 wrote nothing and launched nothing: its files are gone and its process's rows
+    // are taken out of the export.
+    let rank1 = rec.output.ranks[1].raw_dir.clone();
+    std::fs::remove_dir_all(&rank1).unwrap();
+    rec.output.ranks[1].kineto = None;
+    rec.output.ranks[1].metadata = None;
+    let (_file, conn) = export();
+    let pid = nsys_pid(1);
+    for (table, id) in [
+        ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"),
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid"),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", "globalPid"),
+    ] {
+        let sql = format!("DELETE FROM {table} WHERE ({id} >> 24) & 16777215 = ?1");
+        conn.execute(&sql, [pid]).unwrap();
+    }
+    drop(conn);
+    let sqlite = rec.output.work_dir.join("raw/nsys/profile.sqlite");
+    std::fs::copy(_file.path(), &sqlite).unwrap();
+    std::fs::remove_file(rec.output.work_dir.join("raw/nsys/profile.sqlite.gz")).unwrap();
+    rec.output.nsys_sqlite = Some(sqlite);
+    let run = llmprof_capture::assemble(&rec.plan, &rec.output).unwrap();
+    let (_, r1) = &run.ranks[1];
+    assert_eq!(r1.bundle.totals.kernels, 0);
+    let missing = &r1.bundle.capture.as_ref().unwrap().missing;
+    assert!(
+        missing
+            .iter()
+            .any(|m| m.contains("rank 1's process in the Nsight Systems export")),
+        "{missing:?}"
+    );
+    let (_, r0) = &run.ranks[0];
+    assert!(r0.bundle.totals.kernels > 1000, "rank 0 is whole");
+    let top = &run.run.bundle;
+    assert_eq!(top.totals.kernels, r0.bundle.totals.kernels);
+    assert_eq!(top.ranks.as_ref().unwrap().ranks.len(), 2);
+}

@@ -769,17 +769,19 @@ class Runner:
             with torch.no_grad():
                 self.sync()
                 w0, t0 = time.time_ns(), time.perf_counter_ns()
-                n = 0
+                n, pace = 0, None
                 while (more := agree(prefill_loop_more(
-                        seconds, n, time.perf_counter_ns() - t0))) > 0:
+                        seconds, n, time.perf_counter_ns() - t0, pace))) > 0:
+                    r0 = time.perf_counter_ns()
                     for _ in range(more):
                         dec.reset()
                         out = self.model(**self.workload.prefill_kwargs(), use_cache=True,
                                          **self.logits_kw, **dec.prefill_kwargs())
                         out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
                         del out
-                    n += more
                     self.sync()
+                    n += more
+                    pace = (time.perf_counter_ns() - r0) / more
                 t1, w1 = time.perf_counter_ns(), time.time_ns()
         finally:
             self.marker = marker
@@ -1346,16 +1348,17 @@ def memory_summary(facts, iterations, plan, seq_len):
     return out
 
 
-def prefill_loop_more(seconds, n, elapsed_ns):
-    """How many more back-to-back prefills to run after `n` took `elapsed_ns`: none once
-    `seconds` have passed and PREFILL_LOOP_MIN ran, one to learn the time per prefill, else
-    enough to fill the rest of `seconds` at the pace so far (at least up to PREFILL_LOOP_MIN,
-    at most up to PREFILL_LOOP_MAX)."""
+def prefill_loop_more(seconds, n, elapsed_ns, pace_ns):
+    """How many more back-to-back prefills to run after `n` took `elapsed_ns`, the last round
+    at `pace_ns` each: none once `seconds` have passed and PREFILL_LOOP_MIN ran, one to learn
+    the pace, else enough to fill the rest of `seconds` at the last round's pace (a slow first
+    prefill does not shorten the rest), at least up to PREFILL_LOOP_MIN, at most up to
+    PREFILL_LOOP_MAX."""
     if n >= PREFILL_LOOP_MAX or (n >= PREFILL_LOOP_MIN and elapsed_ns >= seconds * 1e9):
         return 0
-    if n == 0:
+    if n == 0 or pace_ns is None:
         return 1
-    rest = math.ceil((seconds * 1e9 - elapsed_ns) / max(elapsed_ns / n, 1))
+    rest = math.ceil(max(seconds * 1e9 - elapsed_ns, 0) / max(pace_ns, 1))
     return min(PREFILL_LOOP_MAX - n, max(rest, PREFILL_LOOP_MIN - n, 1))
 
 

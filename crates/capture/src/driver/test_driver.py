@@ -129,15 +129,15 @@ class PlanChecks(unittest.TestCase):
 
     def test_prefill_loop_rounds_fill_the_seconds_within_bounds(self):
         more, lo, hi = driver.prefill_loop_more, driver.PREFILL_LOOP_MIN, driver.PREFILL_LOOP_MAX
-        self.assertEqual(more(2.0, 0, 0), 1)
+        self.assertEqual(more(2.0, 0, 0, None), 1)
         # One prefill took 25 ms: 79 more fill the 2 s.
-        self.assertEqual(more(2.0, 1, 25_000_000), 79)
-        # The first was slow: the next round fills what is left at the pace so far.
-        self.assertEqual(more(2.0, 80, 1_000_000_000), 80)
-        self.assertEqual(more(2.0, 160, 2_000_000_001), 0)
-        self.assertEqual(more(2.0, 1, 5_000_000_000), lo - 1)
-        self.assertEqual(more(2.0, 1, 0), hi - 1)
-        self.assertEqual(more(2.0, hi, 1), 0)
+        self.assertEqual(more(2.0, 1, 25_000_000, 25_000_000), 79)
+        # A slow first prefill (1 s) then 10 ms ones: the rest is filled at 10 ms each.
+        self.assertEqual(more(2.0, 2, 1_010_000_000, 10_000_000), 99)
+        self.assertEqual(more(2.0, 160, 2_000_000_001, 10_000_000), 0)
+        self.assertEqual(more(2.0, 1, 5_000_000_000, 5_000_000_000), lo - 1)
+        self.assertEqual(more(2.0, 1, 1, 0), hi - 1)
+        self.assertEqual(more(2.0, hi, 1, 1), 0)
         # Without torchrun the count is the rank's own.
         self.assertEqual(driver.agree_max(None, driver.Plan(plan("/tmp/x")), 7), 7)
 

@@ -383,6 +383,8 @@ fn write_metadata(
     if raws.len() > 1 {
         meta["parallel_degree"] = json!(raws.len());
     }
+    // A rank that crashed before writing anything has no directory yet.
+    std::fs::create_dir_all(raw).map_err(|e| s.write_err(raw, e))?;
     std::fs::write(
         &metadata,
         serde_json::to_string_pretty(&meta).unwrap_or_default(),

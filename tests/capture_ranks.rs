@@ -210,6 +210,17 @@ fn the_run_pools_the_ranks_with_the_model_flops_over_both_gpus() {
     assert!(ranks.missing.is_empty());
     let kernels: u64 = run.ranks.iter().map(|(_, r)| r.bundle.totals.kernels).sum();
     assert_eq!(top.totals.kernels, kernels);
+    // Each rank's own record, in brief, beside the group's.
+    for (entry, (_, rank)) in ranks.ranks.iter().zip(&run.ranks) {
+        let own = llmprof_bundle::RankCapture::of(rank.bundle.capture.as_ref().unwrap());
+        assert_eq!(entry.capture.as_ref(), Some(&own));
+        assert_eq!(
+            own.energy.len(),
+            2,
+            "prefill and decode energy on rank {}",
+            entry.rank
+        );
+    }
     // The flops pass counts each rank's shard: the model's FLOPs are their sum.
     let flops = |dir: &str| -> f64 {
         let text = std::fs::read_to_string(fixture(&format!("{FIXTURE}/{dir}/flops/flops.json")));

@@ -91,6 +91,14 @@ fn committed_sample_runs_name_files_relative_to_the_run_directory() {
         for entry in b.ranks.iter().flat_map(|r| &r.ranks) {
             let rank = llmprof_store::read_bundle(&dir.join(&entry.dir)).unwrap();
             assert_paths_relative_to_the_run(&rank);
+            let brief = rank.capture.as_ref().map(llmprof_bundle::RankCapture::of);
+            assert_eq!(
+                entry.capture,
+                brief,
+                "{}: rank {}",
+                dir.display(),
+                entry.rank
+            );
             let own = rank
                 .inputs
                 .iter()

@@ -44,6 +44,14 @@ pub fn render(b: &Bundle, top: usize, width: usize) -> String {
                 width,
             );
         }
+        if !r.rank_capture.is_empty() {
+            section(
+                &mut s,
+                "Capture by rank (each rank's own baseline, overhead and GPU energy)",
+                &r.rank_capture,
+                width,
+            );
+        }
     }
     if !r.comm_windows.is_empty() {
         section(

@@ -181,7 +181,9 @@ pub use capture::{
     MemoryRecord, NvmlSeries, Overhead, PassRecord, StageCi, StageEnergy, StageMemory,
     StageTimings, SubStageTiming, Window,
 };
-pub use ranks::{Collective, CommWindow, Communication, RankEntry, RankSet, StageSkew};
+pub use ranks::{
+    Collective, CommWindow, Communication, RankCapture, RankEntry, RankSet, StageSkew,
+};
 pub use samples::{CategorySamples, InstanceKernels, KernelSamples, TOP_KERNELS};
 pub use stats::Distribution;
 pub use summary::{Summary, SummaryKernel, SummaryOperator, SummaryStage};

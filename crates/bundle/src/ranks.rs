@@ -144,6 +144,44 @@ pub struct RankEntry {
     /// The rank's collectives (its `communication.collectives`).
     #[serde(default)]
     pub collectives: Vec<Collective>,
+    /// What a capture measured on this rank and its GPU, in brief (its run, `ranks/<rank>/`,
+    /// holds the whole record); `None` for traces ingested as ranks and in older bundles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<RankCapture>,
+}
+
+/// A rank's own capture record, in brief: the run's capture record is the group's (each
+/// iteration as long as its slowest rank, energy summed over the GPUs), this is the rank's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankCapture {
+    /// The rank's GPU as NVML names it.
+    #[serde(default)]
+    pub gpu_uuid: Option<String>,
+    /// Medians of the unprofiled baseline's measured iterations on this rank, ns.
+    #[serde(default)]
+    pub prefill_ns: Option<f64>,
+    #[serde(default)]
+    pub decode_ns: Option<f64>,
+    /// Each profiled pass's overhead on this rank, per stage.
+    #[serde(default)]
+    pub overhead: Vec<crate::Overhead>,
+    /// Energy of this rank's GPU per stage instance.
+    #[serde(default)]
+    pub energy: Vec<crate::StageEnergy>,
+}
+
+impl RankCapture {
+    /// The brief of a rank's capture record.
+    pub fn of(c: &crate::Capture) -> Self {
+        let b = c.baseline.as_ref();
+        RankCapture {
+            gpu_uuid: c.snapshot.gpu_uuid.clone(),
+            prefill_ns: b.map(|b| b.prefill.median_ns),
+            decode_ns: b.map(|b| b.decode.median_ns),
+            overhead: c.overhead.clone(),
+            energy: c.energy.clone(),
+        }
+    }
 }
 
 /// One stage's time on every rank.

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use llmprof_bundle::{
     Bundle, CommWindow, Communication, Diagnostic, Distribution, Kernel, KernelStage, Operator,
-    OperatorStage, RankEntry, RankSet, Severity, Source, Stage, StageSkew, Totals,
+    OperatorStage, RankCapture, RankEntry, RankSet, Severity, Source, Stage, StageSkew, Totals,
 };
 
 /// How the top-level tables combine the ranks ([`RankSet::aggregation`]).
@@ -292,6 +292,7 @@ fn rank_entry(rank: u32, input: &RankInput, offset: i64, clock_source: String) -
             .as_ref()
             .map(|c| c.collectives.clone())
             .unwrap_or_default(),
+        capture: b.capture.as_ref().map(RankCapture::of),
     }
 }
 

@@ -73,6 +73,8 @@ pub struct RunReport {
     pub ranks_note: Option<String>,
     pub ranks: TableView,
     pub skew: TableView,
+    /// A multi-rank capture's per-rank record: baseline, overhead, energy.
+    pub rank_capture: TableView,
     /// A rank's communication per window, and the collectives (of every rank in a
     /// multi-rank run).
     pub comm_windows: TableView,
@@ -139,6 +141,7 @@ impl RunReport {
             ranks_note: ranks::ranks_note(b),
             ranks: ranks::rank_table(b),
             skew: ranks::skew_table(b),
+            rank_capture: ranks::capture_table(b),
             comm_windows: ranks::comm_windows(b),
             collectives: ranks::collectives(b),
             index: IndexRow::of(b),

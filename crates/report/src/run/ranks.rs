@@ -59,6 +59,73 @@ pub(super) fn rank_table(b: &Bundle) -> TableView {
     t
 }
 
+/// One row per rank of a capture: its own baseline, the nsys pass's overhead on it and its
+/// GPU's energy — where the run's record is the group's.
+pub(super) fn capture_table(b: &Bundle) -> TableView {
+    let mut t = TableView::new(vec![
+        Column::num("Rank"),
+        Column::text("GPU").optional(),
+        Column::num("Prefill (ms)"),
+        Column::num("Decode (ms)"),
+        Column::num("Prefill energy (J)"),
+        Column::num("Decode energy (J)"),
+        Column::num("Decode power (W)").optional(),
+        Column::num("nsys overhead, decode (%)").optional(),
+    ]);
+    let Some(r) = &b.ranks else { return t };
+    t = t.from_source(
+        "each rank's own capture record (ranks/<rank>/bundle.json): medians of its unprofiled \
+         baseline iterations, the nsys pass's decode median against it, and its GPU's NVML \
+         energy per stage instance; the run's headline, overhead and energy are the group's \
+         (each iteration as long as its slowest rank, energy summed over the GPUs)",
+    );
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "–".into(), f);
+    for (e, c) in r
+        .ranks
+        .iter()
+        .filter_map(|e| Some((e, e.capture.as_ref()?)))
+    {
+        let overhead = (c.overhead.iter())
+            .find(|o| o.pass == "nsys" && o.stage == "decode")
+            .map(|o| o.overhead_pct);
+        let energy = |stage: &str| c.energy.iter().find(|s| s.stage == stage);
+        let joules = |stage: &str| energy(stage).map(|s| s.energy_j);
+        let watts = energy("decode").map(|s| s.mean_power_w);
+        t.push_values(
+            vec![
+                e.rank.to_string(),
+                short_uuid(c.gpu_uuid.as_deref()),
+                opt(c.prefill_ns, &ms_f),
+                opt(c.decode_ns, &ms_f),
+                opt(joules("prefill"), &|v| format!("{v:.2}")),
+                opt(joules("decode"), &|v| format!("{v:.2}")),
+                opt(watts, &|v| format!("{v:.0}")),
+                opt(overhead, &|v| format!("{v:+.1}")),
+            ],
+            vec![
+                Some(e.rank as f64),
+                None,
+                c.prefill_ns,
+                c.decode_ns,
+                joules("prefill"),
+                joules("decode"),
+                watts,
+                overhead,
+            ],
+        );
+    }
+    t
+}
+
+/// `GPU-6eac016f` of `GPU-6eac016f-b72d-…`: enough to tell a host's GPUs apart.
+fn short_uuid(uuid: Option<&str>) -> String {
+    let u = uuid.unwrap_or_default();
+    match u.match_indices('-').nth(1) {
+        Some((i, _)) => u[..i].to_string(),
+        None => u.to_string(),
+    }
+}
+
 fn clock_basis(r: &RankSet) -> String {
     r.ranks
         .iter()

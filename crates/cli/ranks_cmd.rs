@@ -197,8 +197,7 @@ fn origin_of(req: &IngestRequest) -> String {
 }
 
 fn jobs(args: &RankArgs, n: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    (args.jobs.map_or(cores, |j| j as usize)).clamp(1, n.max(1))
+    llmprof_ingest::workers::count(args.jobs.map(|j| j as usize), n)
 }
 
 /// Runs `work` over `items` on `jobs` threads, results in input order; the first error stops
@@ -208,42 +207,7 @@ fn parallel<T: Sync, R: Send>(
     jobs: usize,
     work: impl Fn(usize, &T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
-    let next = AtomicUsize::new(0);
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    let results: Mutex<Vec<Option<Result<R>>>> =
-        Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= items.len() || failed.load(Ordering::Relaxed) {
-                    break;
-                }
-                let r = work(i, &items[i]);
-                if r.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                if let Ok(mut v) = results.lock() {
-                    v[i] = Some(r);
-                }
-            });
-        }
-    });
-    let results = results
-        .into_inner()
-        .map_err(|_| anyhow!("a rank worker failed"))?;
-    let mut out = Vec::with_capacity(items.len());
-    let mut first_err = None;
-    for r in results.into_iter().flatten() {
-        match r {
-            Ok(v) => out.push(v),
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
+    llmprof_ingest::workers::map(items, jobs, work, |i| {
+        anyhow!("the worker of input {} stopped unexpectedly", i + 1)
+    })
 }

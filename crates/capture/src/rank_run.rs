@@ -1,5 +1,5 @@
 //! The run of a `--nproc` capture of several ranks. Each rank's artifacts are ingested as one
-//! rank, on a thread of its own: its process of the one Nsight Systems export (told apart by
+//! rank, the ranks on as many threads as there are cores: its process of the one Nsight Systems export (told apart by
 //! the pid its driver recorded), its PyTorch-profiler trace, Nsight Compute's rows on the rank
 //! that ran under it, its own capture record and its GPU's NVML samples. The ranks' bundles are
 //! then merged as `llmprof merge` merges them, and the run's own bundle gets the group's
@@ -27,36 +27,28 @@ pub(crate) fn assemble(plan: &Plan, output: &CaptureOutput) -> Result<CaptureRun
     };
     let world = output.ranks.len() as u32;
     let ncu_rank = plan.opts.ranks.as_ref().map_or(0, |r| r.ncu_rank);
-    let results: Vec<Result<(u32, Ingested), CaptureError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (output.ranks.iter())
-            .map(|r| {
-                let process = process_of(r, &processes, world);
-                let base = &base;
-                let job = RankJob {
-                    rank: r,
-                    process,
-                    ncu: r.rank == ncu_rank,
-                    world,
-                    work_dir: keep,
-                };
-                s.spawn(move || job.ingest(base))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .zip(&output.ranks)
-            .map(|(h, r)| {
-                h.join().unwrap_or_else(|_| {
-                    Err(CaptureError::Environment(format!(
-                        "rank {}'s ingest stopped unexpectedly; the artifacts are kept in `{}`",
-                        r.rank,
-                        keep.display()
-                    )))
-                })
-            })
-            .collect()
-    });
-    let ranks = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    // One rank per worker, as many workers as cores: memory grows with the workers.
+    let jobs = llmprof_ingest::workers::count(None, output.ranks.len());
+    let ranks = llmprof_ingest::workers::map(
+        &output.ranks,
+        jobs,
+        |_, r| {
+            RankJob {
+                rank: r,
+                process: process_of(r, &processes, world),
+                ncu: r.rank == ncu_rank,
+                world,
+                work_dir: keep,
+            }
+            .ingest(&base)
+        },
+        |i| {
+            CaptureError::Environment(format!(
+                "rank {i}'s ingest stopped unexpectedly; the artifacts are kept in `{}`",
+                keep.display()
+            ))
+        },
+    )?;
     let inputs = (ranks.iter())
         .map(|(rank, run)| RankInput {
             bundle: run.bundle.clone(),

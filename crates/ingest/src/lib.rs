@@ -19,6 +19,7 @@ pub mod ncu;
 pub mod nsys;
 pub mod paths;
 pub mod records;
+pub mod workers;
 mod workload;
 
 use std::path::{Path, PathBuf};

@@ -91,11 +91,7 @@ pub(super) fn finish(
                 capture: capture.clone(),
                 nvml: rank0_nvml.clone(),
             };
-            let mut all = vec![rank0];
-            all.extend(other_ranks(s, t, capture, nvml, nsys_exported)?);
-            if let Some(r) = &mut all[0].capture.ranks {
-                r.rank = Some(0);
-            }
+            let all = rank_outputs(s, t, rank0, nvml, nsys_exported)?;
             *capture = group_record(capture, &all);
             all
         }
@@ -139,19 +135,23 @@ pub(super) fn finish(
     })
 }
 
-/// The records of ranks 1.. of a `--nproc` capture: each from its own `raw/ranks/<r>/` and its
-/// own GPU's samples, the rest (passes, target, what is missing) as rank 0's.
-fn other_ranks(
+/// Every rank of a `--nproc` capture, rank 0's given: the others' records each from its own
+/// `raw/ranks/<r>/` and its own GPU's samples (the NVML series after rank 0's, in rank order),
+/// the rest (passes, target, what is missing) as rank 0's.
+fn rank_outputs(
     s: &Session<'_>,
     t: &Target,
-    rank0: &Capture,
+    mut rank0: RankOutput,
     nvml: impl Iterator<Item = Option<NvmlSeries>>,
     nsys_exported: bool,
 ) -> Result<Vec<RankOutput>, CaptureError> {
     let devices = s.plan.opts.ranks.as_ref().map(|r| r.devices.clone());
-    let mut out = Vec::new();
+    if let Some(r) = &mut rank0.capture.ranks {
+        r.rank = Some(0);
+    }
+    let mut out = vec![rank0];
     for ((rank, raw), mut series) in s.rank_raws().into_iter().enumerate().skip(1).zip(nvml) {
-        let mut capture = rank0.clone();
+        let mut capture = out[0].capture.clone();
         capture.energy = Vec::new();
         capture.energy_note = Some("no energy: no NVML samples of this rank's GPU".into());
         let device = devices.as_ref().and_then(|d| d.get(rank).copied());

@@ -26,24 +26,11 @@ struct Recorded {
     records: serde_json::Value,
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
 fn recorded() -> Recorded {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join(".capture-qwen2.5-0.5b-recorded");
     let raw = work.join("raw");
-    copy_dir(&fixture(&format!("{FIXTURE}/raw")), &raw);
+    copy_tree(&fixture(&format!("{FIXTURE}/raw")), &raw);
     let text = std::fs::read_to_string(fixture(&format!("{FIXTURE}/records.json"))).unwrap();
     let records: serde_json::Value = serde_json::from_str(&text).unwrap();
     let capture = |v: &serde_json::Value| -> Capture { serde_json::from_value(v.clone()).unwrap() };

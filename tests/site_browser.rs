@@ -188,3 +188,36 @@ fn the_site_works_under_a_sub_path() {
         "{files:?}"
     );
 }
+
+/// The compare page offers each rank of a multi-rank run beside the runs: two ranks of the
+/// two-H200 capture ticked from `file://` load their own bundles and get their diff.
+#[test]
+fn two_ranks_of_a_run_compare_like_two_runs() {
+    let Some(browser) = browser_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let name = "20261126-034958-qwen2.5-0.5b-standard-nproc2";
+    copy_tree(&fixture(&format!("sample-runs/{name}")), &runs.join(name));
+    let site = dir.path().join("site");
+    let o = site_build(&runs, &site);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let id = "20261126-034958-qwen2.5-0.5b-standard";
+    let page = std::fs::read_to_string(site.join("compare.html")).unwrap();
+    for r in [0, 1] {
+        let pick = format!("value=\"{id}/ranks/{r}\" data-run=\"{id}/ranks/{r}\"");
+        assert!(page.contains(&pick), "no pick for rank {r}");
+    }
+    let url = format!(
+        "file://{}#runs={id}/ranks/0,{id}/ranks/1",
+        site.join("compare.html").display()
+    );
+    let (dom, console) = load(&browser, &url, None);
+    assert!(console.is_empty(), "{console:#?}");
+    assert!(
+        dom.contains("data-runs=\"rank-0,rank-1\""),
+        "no diff of the ranks"
+    );
+    assert!(dom.contains("2 runs."), "both ranks' bundles loaded");
+}

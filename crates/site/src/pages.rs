@@ -177,6 +177,19 @@ pub fn timeline_page(runs: &[SiteRun]) -> Result<String, SiteError> {
     .map_err(render_err("the timeline page"))
 }
 
+/// What the compare page offers of a run: the run, and each rank of a multi-rank run whose
+/// data was published (`<run>/ranks/<rank>`: a rank compares with any run or rank).
+fn compare_picks(r: &SiteRun) -> Vec<(String, String)> {
+    let mut picks = vec![(r.id.clone(), r.bundle.run_id.clone())];
+    if r.bundle.ranks.is_some() {
+        picks.extend(r.timelines.iter().map(|(id, _)| {
+            let rank = id.rsplit('/').next().unwrap_or_default();
+            (id.clone(), format!("{}/ranks/{rank}", r.bundle.run_id))
+        }));
+    }
+    picks
+}
+
 pub fn compare_page(site_runs: &[SiteRun]) -> Result<String, SiteError> {
     let bundles: Vec<&Bundle> = site_runs.iter().map(|r| &r.bundle).collect();
     let comparison = Comparison::of(&bundles);
@@ -198,10 +211,7 @@ pub fn compare_page(site_runs: &[SiteRun]) -> Result<String, SiteError> {
         title: "Compare runs",
         version: VERSION,
         runs: bundles.len(),
-        dirs: site_runs
-            .iter()
-            .map(|r| (r.id.clone(), r.bundle.run_id.clone()))
-            .collect(),
+        dirs: site_runs.iter().flat_map(compare_picks).collect(),
         stages: comparison.stages_table(),
         efficiency: comparison.efficiency_table(),
         mix_share: comparison.mix_table(Norm::Share),

@@ -94,10 +94,12 @@
   function ensure(ids) {
     return Promise.all(ids.map(function (id) {
       if (!loaded[id]) {
-        loaded[id] = window.llmprofViewer.loadScript("runs/" + encodeURIComponent(id) + "/bundle.js").then(function () {
+        // A rank of a multi-rank run is `<run>/ranks/<rank>`: each segment encoded, `/` kept.
+        var path = "runs/" + id.split("/").map(encodeURIComponent).join("/") + "/bundle.js";
+        loaded[id] = window.llmprofViewer.loadScript(path).then(function () {
           var data = window.LLMPROF_DATA || {};
           var text = data["bundle/" + id];
-          if (typeof text !== "string") throw new Error("runs/" + id + "/bundle.js holds no bundle");
+          if (typeof text !== "string") throw new Error(path + " holds no bundle");
           view.add_run(id, text);
           delete data["bundle/" + id];
         });

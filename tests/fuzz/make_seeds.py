@@ -8,13 +8,18 @@ small valid inputs cut from them, each under 16 kB so libFuzzer mutates them qui
 * corpus/ncu: each Nsight Compute CSV format of the fixtures, header plus the first rows;
 * corpus/model_config: every model config.json of the sample runs;
 * corpus/target_toml: the shipped capture targets (configs/*.toml), plain and with `#set`
-  override lines.
+  override lines;
+* corpus/viewer (with the release binary built, ../../target/release/llmprof): each kineto
+  seed and the H100 NVTX-edges export ingested, its bundle.json and timeline.json joined by a
+  NUL byte, under 64 kB; viewer.dict: their JSON keys.
 """
 import glob
 import gzip
 import hashlib
 import json
 import os
+import subprocess
+import tempfile
 
 FIX = "../fixtures"
 
@@ -67,5 +72,47 @@ for target in sorted(glob.glob("../../configs/*.toml")):
     # The same target with overrides as `--set` would give them.
     put("target_toml", b"#set inputs.max_new_tokens=8\n#set run.repeats=2\n" + text)
 
-for kind in ("kineto", "ncu", "model_config", "target_toml"):
-    print(kind, len(os.listdir(f"corpus/{kind}")))
+LLMPROF = "../../target/release/llmprof"
+
+
+def viewer_seed(args):
+    """Ingests `args` with the release binary; the run's bundle and timeline, NUL-joined."""
+    with tempfile.TemporaryDirectory() as out:
+        p = subprocess.run([LLMPROF, "ingest", *args, "--out", out], capture_output=True)
+        run = p.stdout.decode().strip().splitlines()[-1] if p.returncode == 0 else ""
+        if not run or not os.path.isfile(os.path.join(run, "timeline.json")):
+            return None
+        bundle = json.load(open(os.path.join(run, "bundle.json")))
+        timeline = open(os.path.join(run, "timeline.json"), "rb").read().strip()
+        return json.dumps(bundle, separators=(",", ":")).encode() + b"\0" + timeline
+
+
+def keys_of(v, keys):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            keys.add(k)
+            keys_of(x, keys)
+    elif isinstance(v, list):
+        for x in v[:50]:
+            keys_of(x, keys)
+
+
+if os.path.isfile(LLMPROF):
+    inputs = [["--kineto", f"corpus/kineto/{f}"] for f in sorted(os.listdir("corpus/kineto"))]
+    inputs += [["--nsys", p] for p in sorted(glob.glob(f"{FIX}/h100-nvtx-edges/*.sqlite*"))]
+    keys = set()
+    for args in inputs:
+        data = viewer_seed(args)
+        if data and len(data) < 65536:
+            put("viewer", data)
+            for part in data.split(b"\0", 1):
+                keys_of(json.loads(part), keys)
+    with open("viewer.dict", "w") as d:
+        d.write("# JSON keys of the bundles and timelines in corpus/viewer (make_seeds.py)\n")
+        for k in sorted(keys):
+            d.write(json.dumps(f'"{k}"') + "\n")
+        for tok in ["null", "true", "false", "-1", "18446744073709551615", "1e308", "[]", "{}"]:
+            d.write(json.dumps(tok) + "\n")
+
+for kind in ("kineto", "ncu", "model_config", "target_toml", "viewer"):
+    print(kind, len(os.listdir(f"corpus/{kind}")) if os.path.isdir(f"corpus/{kind}") else 0)

@@ -1,0 +1,62 @@
+//! A run's `bundle.json` and `timeline.json` as the WASM viewer reads them (the input is the two
+//! texts separated by a NUL byte): any bytes give a run the viewer draws, hit-tests and
+//! measures, or a load error, never a panic. The drawing goes to a painter that only counts.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use llmprof_viewer::hit::hit;
+use llmprof_viewer::lanes::{Geometry, Layout};
+use llmprof_viewer::model::Run;
+use llmprof_viewer::range::range_stats;
+use llmprof_viewer::scene::{self, Align, Overlay, Painter};
+use llmprof_viewer::viewport::Viewport;
+
+/// Counts what a frame would draw.
+#[derive(Default)]
+struct Count(usize);
+
+impl Painter for Count {
+    fn fill_rects(&mut self, _color: &str, _alpha: f64, rects: &[[f64; 4]]) {
+        self.0 += rects.len();
+    }
+    fn stroke_rect(&mut self, _rect: [f64; 4], _color: &str, _width: f64) {
+        self.0 += 1;
+    }
+    fn text(&mut self, _x: f64, _y: f64, _t: &str, _c: &str, _a: Align, _w: f64) {
+        self.0 += 1;
+    }
+    fn polyline(&mut self, points: &[(f64, f64)], _color: &str, _width: f64) {
+        self.0 += points.len();
+    }
+    fn clip(&mut self, _rect: [f64; 4]) {}
+    fn unclip(&mut self) {}
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some(cut) = data.iter().position(|&b| b == 0) else {
+        return;
+    };
+    let (Ok(bundle), Ok(timeline)) = (
+        std::str::from_utf8(&data[..cut]),
+        std::str::from_utf8(&data[cut + 1..]),
+    ) else {
+        return;
+    };
+    let Ok(run) = Run::from_json(bundle, timeline) else {
+        return;
+    };
+    let end = run.timeline.end_ns;
+    let layout = Layout::new(&run.lanes, Geometry::default());
+    let mut count = Count::default();
+    for width in [1.0, 1268.0] {
+        let vp = Viewport::new(end, width);
+        scene::draw(&run, &layout, &vp, &Overlay::default(), width + 132.0, &mut count);
+        for x in [0.0, width / 2.0, width] {
+            for y in [0.0, 30.0, 60.0, 200.0] {
+                let _ = hit(&run, &layout, &vp, x, y, 3.0);
+            }
+        }
+    }
+    let _ = range_stats(&run, 0, end);
+    let _ = range_stats(&run, end / 3, end / 2);
+});

@@ -1,9 +1,9 @@
 //! The run of a `--nproc` capture of several ranks. Each rank's artifacts are ingested as one
-//! rank, the ranks on as many threads as there are cores: its process of the one Nsight Systems export (told apart by
-//! the pid its driver recorded), its PyTorch-profiler trace, Nsight Compute's rows on the rank
-//! that ran under it, its own capture record and its GPU's NVML samples. The ranks' bundles are
-//! then merged as `llmprof merge` merges them, and the run's own bundle gets the group's
-//! capture record.
+//! rank, on a bounded pool of workers (`llmprof_ingest::workers`): its process of the one
+//! Nsight Systems export (told apart by the pid its driver recorded), its PyTorch-profiler
+//! trace, Nsight Compute's rows on the rank that ran under it, its own capture record and its
+//! GPU's NVML samples. The ranks' bundles are then merged as `llmprof merge` merges them, and
+//! the run's own bundle gets the group's capture record.
 
 use std::path::Path;
 

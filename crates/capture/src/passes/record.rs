@@ -98,16 +98,9 @@ pub(super) fn finish(
         _ => Vec::new(),
     };
     // Size cap: big raw files (the PyTorch profiler's JSON trace) are kept gzipped.
-    let compressed = retention::compress_raw(&s.raw, retention::COMPRESS_NOW_BYTES);
-    let kineto = kineto.map(|k| {
-        if compressed.contains(&k) {
-            let mut gz = k.into_os_string();
-            gz.push(".gz");
-            PathBuf::from(gz)
-        } else {
-            k
-        }
-    });
+    retention::compress_raw(&s.raw, retention::COMPRESS_NOW_BYTES);
+    // Each trace where it now is: plain, or gzipped by the size cap.
+    let kineto = kineto_in(&s.raw);
     for r in &mut ranks {
         r.kineto = kineto_in(&r.raw_dir);
     }
@@ -243,10 +236,7 @@ fn command_metadata(s: &Session<'_>) -> Option<PathBuf> {
 fn traces(s: &Session<'_>, st: &mut State) -> (Option<PathBuf>, Option<PathBuf>) {
     let raw = &s.raw;
     let capture = &mut st.capture;
-    let kineto = ["kineto/kineto_trace.json", "kineto/kineto_trace.json.gz"]
-        .iter()
-        .map(|p| raw.join(p))
-        .find(|p| p.is_file());
+    let kineto = kineto_in(raw);
     let kineto_ran_ok = capture.passes.iter().any(|p| p.name == "kineto" && p.ok);
     if s.plan.command.is_some() && kineto_ran_ok && kineto.is_none() {
         capture.missing.push(

@@ -4,13 +4,15 @@
 # NAME:CONFIG:NPROC[:KEEP][:ARGS] (NPROC 0 = one process without the launcher; KEEP=all keeps
 # the raw traces, for fixtures; ARGS are extra capture arguments, comma-separated), e.g.
 #   bash gpu-jobs/tp2.sh dense2:qwen2.5-0.5b:2 moe2:qwen3-moe-small:2 dense1:qwen2.5-0.5b:0
-# Every capture runs in standard mode, 3 measured iterations, 16 new tokens, each pass at most
-# 200 s. Runs from the repo root with the binary at .gpuc/llmprof.xz and elfutils'
+# Every capture runs in $MODE (default standard), 3 measured iterations, 16 new tokens, each
+# pass at most $TIMEOUT s (default 200). Runs from the repo root with the binary at .gpuc/llmprof.xz and elfutils'
 # libdw/libelf at .gpuc/nsyslibs.tar.xz (carried). For each capture $OUT/NAME.tgz holds
 # capture.log (stderr, with the wall time), show.txt and the run directory (without the big raw
 # traces unless KEEP=all); env.txt says what the machine has.
 set -u
 export PYTHONUNBUFFERED=1
+MODE=${MODE:-standard}
+TIMEOUT=${TIMEOUT:-200}
 R=$PWD
 mkdir -p /tmp/gpuc
 [ -x /tmp/gpuc/llmprof ] || { xz -dc "$R/.gpuc/llmprof.xz" > /tmp/gpuc/llmprof && chmod +x /tmp/gpuc/llmprof; }
@@ -28,8 +30,8 @@ for job in "$@"; do
   ranks=(); [ "$nproc" -gt 0 ] && ranks=(--nproc "$nproc")
   extra=(); [ -n "${args:-}" ] && IFS=, read -r -a extra <<< "$args"
   start=$(date +%s.%N)
-  /tmp/gpuc/llmprof capture --target "configs/$config.toml" "${ranks[@]}" --mode standard \
-    --repeats 3 --timeout 200 --set inputs.max_new_tokens=16 "${extra[@]}" --out "$runs" \
+  /tmp/gpuc/llmprof capture --target "configs/$config.toml" "${ranks[@]}" --mode "$MODE" \
+    --repeats 3 --timeout "$TIMEOUT" --set inputs.max_new_tokens=16 "${extra[@]}" --out "$runs" \
     > "$d/capture.out" 2> "$d/capture.log"
   rc=$?
   end=$(date +%s.%N)

@@ -324,3 +324,83 @@ fn a_rank_that_crashed_before_its_first_kernel_leaves_a_partial_run_that_names_i
     assert_eq!(top.totals.kernels, r0.bundle.totals.kernels);
     assert_eq!(top.ranks.as_ref().unwrap().ranks.len(), 2);
 }
+
+/// Deep mode under `--nproc 2` on two H200s (the committed sample run): Nsight Compute ran on
+/// rank 0 only, on the nsys pass's top kernels less the collectives (a replayed all-reduce
+/// would wait for a peer that never replays it), inside `decode`. Each row's range is the
+/// default domain's stack: NCCL's range, open on the thread all run long, is not the stage.
+#[test]
+fn deep_mode_profiles_compute_kernels_of_one_rank_inside_decode() {
+    let run = fixture("sample-runs/20261126-054118-qwen2.5-0.5b-deep-nproc2");
+    let csv = run.join("raw/ncu/ncu_decode_raw.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let out = llmprof([
+        "ingest".as_ref(),
+        "--ncu".as_ref(),
+        csv.as_os_str(),
+        "--out".as_ref(),
+        dir.path().as_os_str(),
+    ] as [&std::ffi::OsStr; 5]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ingested = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let fresh = llmprof_store::read_bundle(&ingested.path()).unwrap();
+    assert_eq!(fresh.ncu.len(), 30);
+    for n in &fresh.ncu {
+        assert_eq!(n.nvtx_range.as_deref(), Some("decode"), "{}", n.name);
+        assert_ne!(
+            llmprof_bundle::names::category(&n.name),
+            llmprof_bundle::Category::Communication,
+            "{}",
+            n.name
+        );
+    }
+    let ranges = |b: &Bundle| -> Vec<Option<String>> {
+        b.ncu.iter().map(|n| n.nvtx_range.clone()).collect()
+    };
+    let top = llmprof_store::read_bundle(&run).unwrap();
+    let rank0 = llmprof_store::read_bundle(&run.join("ranks/0")).unwrap();
+    let rank1 = llmprof_store::read_bundle(&run.join("ranks/1")).unwrap();
+    assert_eq!(ranges(&top), ranges(&fresh));
+    assert_eq!(ranges(&rank0), ranges(&fresh));
+    assert!(rank1.ncu.is_empty(), "ncu ran on rank 0 only");
+    let ranks = top.capture.as_ref().unwrap().ranks.as_ref().unwrap();
+    assert_eq!(ranks.ncu_rank, 0);
+}
+
+/// The launcher's log of a real hang (two H200s, `gpu-jobs/hang.sh`; C++ frames left out): rank 1 was stopped
+/// with SIGSTOP during warm-up, rank 0 waited at the next barrier until the 30 s collective
+/// timeout, NCCL took rank 0 down, and torchrun killed rank 1 when SIGTERM did not stop it.
+#[test]
+fn a_hung_rank_is_named_from_the_launchers_log() {
+    let log =
+        std::fs::read_to_string(fixture(&format!("{FIXTURE}/hang-baseline-stderr.log"))).unwrap();
+    assert_eq!(
+        llmprof_capture::ranks::group_failure(&log).as_deref(),
+        Some(
+            "rank 0 waited 30.0 s in ALLREDUCE #2, which its peers never joined (NCCL \
+             watchdog); rank 1 did not stop on SIGTERM and was killed: stuck"
+        )
+    );
+    // Without the watchdog's and the shutdown's lines, torchrun's root cause.
+    let plain: String = log
+        .lines()
+        .filter(|l| !l.contains("Watchdog") && !l.contains("Unable to shutdown"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        llmprof_capture::ranks::group_failure(&plain).as_deref(),
+        Some("rank 0 failed: Signal 6 (SIGABRT) received by PID 8035")
+    );
+    assert_eq!(
+        llmprof_capture::ranks::group_failure("plain reason\n"),
+        None
+    );
+}

@@ -258,7 +258,8 @@ impl<'a> Session<'a> {
                 let plan_path = out.join("plan.json");
                 let mut doc = driver_plan(target, self.plan, pass, &out, self.repeats);
                 if let Some(r) = &self.plan.opts.ranks {
-                    doc["distributed"] = r.plan_json(&self.work_dir);
+                    let timeout = target.run.collective_timeout_s;
+                    doc["distributed"] = r.plan_json(&self.work_dir, timeout);
                 }
                 std::fs::write(&plan_path, doc.to_string())
                     .map_err(|e| self.write_err(&plan_path, e))?;

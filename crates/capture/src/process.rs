@@ -290,20 +290,22 @@ fn signal(child: &mut Child, group: bool, kill: bool) {
 }
 
 /// Why a run failed, from its log (at most 300 characters): the driver's last `error:` line
-/// (under torchrun it names the rank), else the last line that is not empty or a banner of
-/// `=` (torchrun ends with one), else `no output`.
+/// (under torchrun it names the rank), else what torchrun's log says of the group
+/// ([`crate::ranks::group_failure`]: a collective that timed out, a rank killed), else the
+/// last line that is not empty or a banner of `=` (torchrun ends with one), else `no output`.
 pub(crate) fn last_line(path: &Path) -> String {
     let mut text = String::new();
     let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
     let lines = || text.lines().rev().map(str::trim);
     let driver_error = lines().find(|l| l.starts_with("llmprof-driver") && l.contains("error:"));
-    let last = lines().find(|l| !l.is_empty() && !l.chars().all(|c| c == '='));
-    driver_error
-        .or(last)
-        .unwrap_or("no output")
-        .chars()
-        .take(300)
-        .collect()
+    let reason = match driver_error {
+        Some(l) => l.to_string(),
+        None => crate::ranks::group_failure(&text).unwrap_or_else(|| {
+            let last = lines().find(|l| !l.is_empty() && !l.chars().all(|c| c == '='));
+            last.unwrap_or("no output").to_string()
+        }),
+    };
+    reason.chars().take(300).collect()
 }
 
 #[cfg(test)]
@@ -351,6 +353,13 @@ mod tests {
         );
         std::fs::write(&log, "plain reason\n=====\n").unwrap();
         assert_eq!(last_line(&log), "plain reason");
+        // No driver error: what torchrun's log says of the group.
+        let text = "[rank0]:[E1126 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective \
+                    operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, Timeout(ms)=30000) \
+                    ran for 30041 milliseconds before timing out.\n  \
+                    traceback : Signal 6 (SIGABRT) received by PID 8035\n=====\n";
+        std::fs::write(&log, text).unwrap();
+        assert!(last_line(&log).starts_with("rank 0 waited 30.0 s in ALLREDUCE #2"));
     }
 
     /// The child (and what it starts) runs on the job's CPUs; llmprof's thread keeps its own.

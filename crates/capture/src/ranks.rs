@@ -6,7 +6,9 @@
 //! Hugging Face's `tp_plan="auto"` from a random-weight checkpoint rank 0 saves first
 //! ([`checkpoint_dir`]). Profilers wrap the whole launcher (nsys follows every rank), except
 //! Nsight Compute, which profiles one rank ([`ncu_on_rank`]). torchrun stops every rank when one
-//! fails, so a crashed rank ends the pass; the pass timeout stops a hung group.
+//! fails, so a crashed rank ends the pass; a rank left waiting in a collective fails after the
+//! process group's timeout, and [`group_failure`] reads from the launcher's log which rank
+//! timed out and which one torchrun had to kill.
 
 use std::path::{Path, PathBuf};
 
@@ -97,11 +99,13 @@ impl Ranks {
         Some((launcher, rank_cmd))
     }
 
-    /// The plan's `distributed` object for the driver.
-    pub fn plan_json(&self, work_dir: &Path) -> serde_json::Value {
+    /// The plan's `distributed` object for the driver: `collective_timeout_s` is the process
+    /// group's timeout (the target's `[run] collective_timeout_s`).
+    pub fn plan_json(&self, work_dir: &Path, collective_timeout_s: u64) -> serde_json::Value {
         serde_json::json!({
             "nproc": self.nproc,
             "checkpoint": checkpoint_dir(work_dir),
+            "collective_timeout_s": collective_timeout_s,
         })
     }
 
@@ -178,6 +182,119 @@ pub fn ncu_on_rank(
     c
 }
 
+/// Why a torchrun group failed when no driver said so itself (a rank aborted or was killed),
+/// from the launcher's log: the NCCL watchdog's timeout (the rank that waited, for what, how
+/// long), the ranks torchrun had to kill because they ignored SIGTERM (stuck, most likely the
+/// one the others waited for), else torchrun's root cause (`rank 0: Signal 6 (SIGABRT)`).
+/// `None` when the log has none of these.
+pub fn group_failure(log: &str) -> Option<String> {
+    let failures = torchrun_failures(log);
+    let rank_of_pid = |pid: &str| {
+        failures
+            .iter()
+            .find(|f| f.pid.as_deref() == Some(pid))
+            .map(|f| f.rank)
+    };
+    let mut parts = Vec::new();
+    if let Some(w) = log.lines().find_map(watchdog_timeout) {
+        parts.push(w);
+    }
+    // torchrun: "Unable to shutdown process 8036 via 15, forcefully exiting via 9".
+    let killed: Vec<String> = log
+        .lines()
+        .filter_map(|l| l.split("Unable to shutdown process ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(|pid| match rank_of_pid(pid) {
+            Some(r) => format!("rank {r}"),
+            None => format!("pid {pid}"),
+        })
+        .collect();
+    if !killed.is_empty() {
+        parts.push(format!(
+            "{} did not stop on SIGTERM and was killed: stuck",
+            killed.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        let root = failures.iter().find(|f| f.root_cause)?;
+        parts.push(format!("rank {} failed: {}", root.rank, root.traceback));
+    }
+    Some(parts.join("; "))
+}
+
+/// `[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2,
+/// OpType=ALLREDUCE, …, Timeout(ms)=30000) ran for 30041 milliseconds before timing out.` as
+/// "rank 0 waited 30.0 s in ALLREDUCE #2, which its peers never joined (NCCL watchdog)".
+fn watchdog_timeout(line: &str) -> Option<String> {
+    let (head, work) = line.split_once("Watchdog caught collective operation timeout: ")?;
+    let rank = head.rsplit("[Rank ").next()?.split(']').next()?.trim();
+    let field = |key: &str| {
+        work.split(['(', ',', ')'])
+            .find_map(|f| f.trim().strip_prefix(key))
+    };
+    let op = field("OpType=").unwrap_or("a collective");
+    let seq = field("SeqNum=").map_or(String::new(), |n| format!(" #{n}"));
+    let waited = work
+        .split("ran for ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(String::new(), |ms| format!(" {:.1} s", ms / 1000.0));
+    Some(format!(
+        "rank {rank} waited{waited} in {op}{seq}, which its peers never joined (NCCL watchdog)"
+    ))
+}
+
+/// One rank in torchrun's closing `Failures:` / `Root Cause` report.
+struct TorchrunFailure {
+    rank: u32,
+    pid: Option<String>,
+    traceback: String,
+    root_cause: bool,
+}
+
+/// The ranks torchrun's closing report lists (`rank : 1 (local_rank: 1)`, `exitcode : -9 (pid:
+/// 8036)`, `traceback : Signal 9 (SIGKILL) …`), the ones under `Root Cause` marked.
+fn torchrun_failures(log: &str) -> Vec<TorchrunFailure> {
+    let mut out: Vec<TorchrunFailure> = Vec::new();
+    let mut root_cause = false;
+    for line in log.lines().map(str::trim) {
+        if line.starts_with("Root Cause") {
+            root_cause = true;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.trim() {
+            "rank" => {
+                if let Some(rank) = value.split_whitespace().next().and_then(|r| r.parse().ok()) {
+                    out.push(TorchrunFailure {
+                        rank,
+                        pid: None,
+                        traceback: String::new(),
+                        root_cause,
+                    });
+                }
+            }
+            "exitcode" => {
+                if let Some(f) = out.last_mut() {
+                    f.pid = value
+                        .split("pid: ")
+                        .nth(1)
+                        .map(|p| p.trim_end_matches(')').to_string());
+                }
+            }
+            "traceback" => {
+                if let Some(f) = out.last_mut() {
+                    f.traceback = value.to_string();
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Problems with the GPUs the ranks would use, from NVML's names and MIG modes: a missing
 /// index, GPUs of different models (the ranks would run at the slowest one's pace), MIG
 /// enabled (an instance is not the whole GPU and NCCL cannot span instances).
@@ -226,6 +343,15 @@ mod tests {
         assert!(err(2, vec![1, 1], None).contains("names GPU 1 twice"));
         assert!(err(2, vec![], Some(2)).contains("ranks are 0 to 1"));
         assert!(err(0, vec![], None).contains("give 1 to 64"));
+    }
+
+    #[test]
+    fn the_driver_plan_names_the_checkpoint_and_the_collective_timeout() {
+        let r = Ranks::new(2, vec![], None).unwrap();
+        let doc = r.plan_json(Path::new("/w"), 45);
+        assert_eq!(doc["nproc"], 2);
+        assert_eq!(doc["checkpoint"], "/w/tp-checkpoint");
+        assert_eq!(doc["collective_timeout_s"], 45);
     }
 
     #[test]

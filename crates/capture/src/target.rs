@@ -239,6 +239,10 @@ pub struct RunSpec {
     /// Seconds one pass may run before it is stopped.
     #[serde(default = "timeout")]
     pub timeout_s: u64,
+    /// Under `--nproc`: seconds a rank waits in a collective its peers never join before it
+    /// fails naming itself (the NCCL process group's timeout), instead of hanging the group.
+    #[serde(default = "collective_timeout")]
+    pub collective_timeout_s: u64,
 }
 
 fn two() -> u64 {
@@ -253,6 +257,9 @@ fn python() -> String {
 fn timeout() -> u64 {
     900
 }
+fn collective_timeout() -> u64 {
+    300
+}
 
 impl Default for RunSpec {
     fn default() -> Self {
@@ -261,6 +268,7 @@ impl Default for RunSpec {
             repeats: six(),
             python: python(),
             timeout_s: timeout(),
+            collective_timeout_s: collective_timeout(),
         }
     }
 }
@@ -359,6 +367,9 @@ impl Target {
         }
         if self.run.repeats == 0 {
             return Err("[run] repeats must be > 0".into());
+        }
+        if !(1..=86_400).contains(&self.run.collective_timeout_s) {
+            return Err("[run] collective_timeout_s must be 1 to 86400 seconds".into());
         }
         Ok(())
     }
@@ -461,7 +472,8 @@ fn example(section: &str) -> Option<&'static str> {
              warmup = 2\n\
              repeats = 6\n\
              python = \"python3\"\n\
-             timeout_s = 3600"
+             timeout_s = 3600\n\
+             collective_timeout_s = 300       # --nproc: a rank stuck in a collective fails"
         }
         "optimize" => {
             "[optimize]\n\
@@ -506,10 +518,12 @@ mod tests {
                 "optimize.compile=reduce-overhead",
                 "optimize.cache=static",
                 "run.repeats=5",
+                "run.collective_timeout_s=30",
                 "inputs.prompt_tokens = 128",
             ]),
         )
         .unwrap();
+        assert_eq!(t.run.collective_timeout_s, 30);
         assert_eq!(t.optimize.compile, CompileMode::ReduceOverhead);
         assert_eq!(t.optimize.cache, KvCache::Static);
         assert_eq!((t.run.repeats, t.inputs.prompt_tokens), (5, 128));
@@ -523,6 +537,10 @@ mod tests {
             ("optimize.compile=fast", "unknown variant `fast`"),
             ("name.x=1", "is a value, not a table"),
             ("run.repeats=0", "repeats must be > 0"),
+            (
+                "run.collective_timeout_s=0",
+                "collective_timeout_s must be 1 to 86400",
+            ),
         ] {
             let e = Target::load_with(&path, &set(&[bad]))
                 .unwrap_err()

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
-use llmprof_bundle::{Device, Launch, Severity, Source, StageKind, ToolInfo};
+use llmprof_bundle::{names, Category, Device, Launch, Severity, Source, StageKind, ToolInfo};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::convert::TraceConverter;
@@ -68,8 +68,11 @@ pub fn gpu_processes(path: &Path) -> Result<Vec<GpuProcess>, IngestError> {
 
 /// The short names of the `k` kernels with the most GPU time (the sum of their `end - start`)
 /// in the export at `path`, most first, ties by name. Kernels whose name is not in `StringIds`
-/// or whose times are missing are left out. Fails when the export cannot be read or its kernel
-/// table lacks the columns this needs.
+/// or whose times are missing are left out, and so are communication kernels (NCCL's and
+/// the like, by [`llmprof_bundle::names::category`]): Nsight Compute replays a kernel to
+/// measure it, and a collective replayed on one rank waits for peers that never replay it (a
+/// tensor-parallel run's top kernel is its all-reduce). Fails when the export cannot be read
+/// or its kernel table lacks the columns this needs.
 pub fn top_kernels_by_time(path: &Path, k: usize) -> Result<Vec<String>, IngestError> {
     let (_inflated, db) = open(path)?;
     db.top_kernels(k)
@@ -323,7 +326,9 @@ impl Export<'_> {
         let mut by_name: HashMap<&str, i64> = HashMap::new();
         for (id, ns) in rows {
             if let (Some(name), Some(ns)) = (id.and_then(|i| strings.get(&i)), ns) {
-                *by_name.entry(name).or_default() += ns;
+                if names::category(name) != Category::Communication {
+                    *by_name.entry(name).or_default() += ns;
+                }
             }
         }
         let mut names: Vec<(&str, i64)> = by_name.into_iter().collect();
@@ -1213,9 +1218,10 @@ mod tests {
     fn top_kernels_by_time_sum_each_short_name() {
         let (_d, path) = export(
             "INSERT INTO StringIds VALUES (1, 'nvjet_sm90_tst_64x8'), (2, 'elementwise_kernel'),
-               (3, 'op<x>.y');
+               (3, 'op<x>.y'), (4, 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL');
              INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, shortName) VALUES
-               (0, 50, 1), (0, 30, 2), (0, 30, 2), (0, 10, 3), (NULL, 99, 3), (0, 99, 7);",
+               (0, 50, 1), (0, 30, 2), (0, 30, 2), (0, 10, 3), (NULL, 99, 3), (0, 99, 7),
+               (0, 900, 4);",
         );
         assert_eq!(
             top_kernels_by_time(&path, 2).unwrap(),

@@ -156,8 +156,14 @@ impl Columns {
 /// range (start/end ranges carry an `Id:` before the domain: `lead` is 2 there). A name may
 /// itself contain `:`, so it is everything between the leading fields and the six trailing
 /// ones. The default domain is dropped; a named domain is kept as `domain:name`.
+///
+/// Each domain has its own stack, listed one after the other: a library's range does not nest
+/// in the stage (under torchrun NCCL's `ncclCommInitRankConfig` stays open on the thread for
+/// the whole run). So the default domain's stack is the range when it has one, and the named
+/// domains' ranges are the range only when it has none (a workload that marks its stages in a
+/// domain of its own).
 fn nvtx_range(cell: &str, lead: usize) -> Option<String> {
-    let mut names = Vec::new();
+    let mut names: Vec<(bool, String)> = Vec::new();
     let mut rest = cell;
     while let Some(open) = rest.find('"') {
         let after = rest.get(open + 1..).unwrap_or("");
@@ -172,18 +178,26 @@ fn nvtx_range(cell: &str, lead: usize) -> Option<String> {
     if names.is_empty() {
         // No quotes: `591 domain:name:...` or nothing at all.
         let unquoted = cell.trim().trim_start_matches(|c: char| c.is_ascii_digit());
-        return range_name(unquoted.trim(), lead);
+        return range_name(unquoted.trim(), lead).map(|(_, name)| name);
     }
-    Some(names.join("/"))
+    let in_default = names.iter().any(|(default, _)| *default);
+    let stack: Vec<String> = names
+        .into_iter()
+        .filter(|(default, _)| *default == in_default)
+        .map(|(_, name)| name)
+        .collect();
+    Some(stack.join("/"))
 }
 
-/// `domain:name` (or `name` for the default domain) of one `Domain:Name:...` range record.
-fn range_name(record: &str, lead: usize) -> Option<String> {
+/// `domain:name` (or `name` for the default domain) of one `Domain:Name:...` range record,
+/// and whether it is in the default domain.
+fn range_name(record: &str, lead: usize) -> Option<(bool, String)> {
     const TRAILING: usize = 6;
     let parts: Vec<&str> = record.split(':').collect();
     if parts.len() <= lead {
         let name = record.trim();
-        return (!name.is_empty() && lead == 1 && !name.contains(':')).then(|| name.to_string());
+        return (!name.is_empty() && lead == 1 && !name.contains(':'))
+            .then(|| (true, name.to_string()));
     }
     let domain = parts.get(lead - 1).copied().unwrap_or("").trim();
     let end = if parts.len() >= lead + 1 + TRAILING {
@@ -197,9 +211,9 @@ fn range_name(record: &str, lead: usize) -> Option<String> {
         return None;
     }
     if domain.is_empty() || domain == "<default domain>" {
-        Some(name.to_string())
+        Some((true, name.to_string()))
     } else {
-        Some(format!("{domain}:{name}"))
+        Some((false, format!("{domain}:{name}")))
     }
 }
 
@@ -280,6 +294,15 @@ mod tests {
         assert_eq!(nvtx_range(nested, 1).as_deref(), Some("step/layer:3"));
         let domain = r#"7  "vllm:forward:none:none:none:none:none:none" "#;
         assert_eq!(nvtx_range(domain, 1).as_deref(), Some("vllm:forward"));
+        // A rank of a tensor-parallel run under ncu (two H200s): NCCL's stack follows the
+        // default domain's and does not nest in it.
+        let nccl = r#"1216  "<default domain>:decode:none:none:none:none:none:none"  "NCCL:ncclCommInitRankConfig:none:none:none:none:REGISTERED:ncclCommInitRankConfig" "#;
+        assert_eq!(nvtx_range(nccl, 1).as_deref(), Some("decode"));
+        let two = r#"7  "vllm:step:none:none:none:none:none:none" "NCCL:ncclAllReduce:none:none:none:none:none:none" "#;
+        assert_eq!(
+            nvtx_range(two, 1).as_deref(),
+            Some("vllm:step/NCCL:ncclAllReduce")
+        );
         assert_eq!(nvtx_range("", 1), None);
         assert_eq!(nvtx_range("  ", 2), None);
     }

@@ -221,3 +221,51 @@ fn two_ranks_of_a_run_compare_like_two_runs() {
     );
     assert!(dom.contains("2 runs."), "both ranks' bundles loaded");
 }
+
+/// The timeline page of a rank with another rank beside it (`with=` in the link): the second
+/// rank's files load, its lanes join on one axis, and the status line says so; the screenshot
+/// (`target/tmp/rank-lanes.png`) is the one to look at.
+#[test]
+fn a_link_shows_two_ranks_side_by_side_on_the_timeline() {
+    let Some(browser) = browser_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let name = "20261126-034958-qwen2.5-0.5b-standard-nproc2";
+    copy_tree(&fixture(&format!("sample-runs/{name}")), &runs.join(name));
+    let site = dir.path().join("site");
+    let o = site_build(&runs, &site);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let id = "20261126-034958-qwen2.5-0.5b-standard";
+    let url = format!(
+        "file://{}#run={id}/ranks/0&with={id}%2Franks%2F1",
+        site.join("timeline.html").display()
+    );
+    let (dom, console) = load(&browser, &url, None);
+    assert!(console.is_empty(), "{console:#?}");
+    assert!(
+        dom.contains("data-viewer=\"ready\""),
+        "the viewer did not finish"
+    );
+    assert!(
+        dom.contains("ranks 0, 1 side by side, ranks aligned by their clocks' epochs"),
+        "the status line does not say both ranks are shown"
+    );
+    let tag = |rank: u32| {
+        let at = dom
+            .find(&format!("data-rank=\"{id}/ranks/{rank}\""))
+            .unwrap_or(0);
+        let start = dom[..at].rfind('<').unwrap_or(0);
+        let end = at + dom[at..].find('>').unwrap_or(0);
+        dom[start..end].to_string()
+    };
+    assert!(
+        tag(1).contains("checked"),
+        "rank 1's box is not ticked: {}",
+        tag(1)
+    );
+    let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rank-lanes.png");
+    let _ = load(&browser, &url, Some(&png));
+    assert!(png.is_file(), "no screenshot");
+}

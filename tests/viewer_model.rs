@@ -15,6 +15,7 @@ use llmprof_viewer::hit::{counter_at, hit};
 use llmprof_viewer::lanes::{Geometry, LaneKind, Layout};
 use llmprof_viewer::model::{Run, Target};
 use llmprof_viewer::range::range_stats;
+use llmprof_viewer::ranks::{merge, RankRun};
 use llmprof_viewer::scene::{self, Align, Overlay, Painter};
 use llmprof_viewer::search::search;
 use llmprof_viewer::viewport::Viewport;
@@ -437,4 +438,167 @@ fn a_replicated_decode_loads_and_keeps_its_attribution() {
         "kernel at {ks} outside its range [{rs}, {re}]"
     );
     assert_eq!(big.timeline.unwrap().kernels, t.kernels.start.len() as u64);
+}
+
+/// The two ranks of the two-H200 tensor-parallel sample run, each read as the timeline page
+/// hands a rank to the viewer (its own bundle and timeline).
+fn two_ranks() -> (llmprof_bundle::Bundle, Vec<RankRun>) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sample-runs/20261126-034958-qwen2.5-0.5b-standard-nproc2");
+    let top = llmprof_store::read_bundle(&dir).unwrap();
+    let ranks = (0..2)
+        .map(|r| {
+            let d = dir.join(format!("ranks/{r}"));
+            let b = llmprof_store::read_bundle_text(&d).unwrap();
+            let path = llmprof_store::timeline_path(&d).unwrap();
+            let t = llmprof_store::read_timeline_text(&path).unwrap();
+            let run = Run::from_json(&b, &t).unwrap();
+            RankRun {
+                rank: run.rank.unwrap(),
+                run,
+            }
+        })
+        .collect();
+    (top, ranks)
+}
+
+/// `(start, dur, kernel name)` of every kernel op, and `(start, dur, stage name, depth)` of
+/// every range, times shifted by `shift`, sorted.
+type Ops = (Vec<(u64, u64, String)>, Vec<(u64, u64, String, u32)>);
+fn ops_of(run: &Run, shift: u64) -> Ops {
+    let t = &run.timeline;
+    let k = &t.kernels;
+    let mut kernels: Vec<(u64, u64, String)> = (0..k.start.len())
+        .map(|i| {
+            let name = run.kernels[k.kernel[i] as usize].name.clone();
+            (k.start[i] + shift, k.dur[i], name)
+        })
+        .collect();
+    let r = &t.ranges;
+    let mut ranges: Vec<(u64, u64, String, u32)> = (0..r.start.len())
+        .map(|i| {
+            let name = run.range_name(i as u32).to_string();
+            (r.start[i] + shift, r.dur[i], name, r.depth[i])
+        })
+        .collect();
+    kernels.sort();
+    ranges.sort();
+    (kernels, ranges)
+}
+
+/// Two ranks side by side: every op and range of each, on the clock the multi-rank ingest
+/// aligned them with, each rank's lanes below the other's, and the merged run as usable as
+/// one rank's (sorted columns, lanes that find their items, per-GPU busy).
+#[test]
+fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
+    let (top, ranks) = two_ranks();
+    let m = merge(&ranks).unwrap();
+    let run = &m.run;
+    // The offset between the ranks is the one ingest recorded for the run (rank 0's clock).
+    let entries = &top.ranks.as_ref().unwrap().ranks;
+    let on_rank0 =
+        |p: usize| ranks[p].run.timeline.t0_ns as i128 + i128::from(entries[p].clock_offset_ns);
+    assert_eq!(
+        m.shift[1] as i128 - m.shift[0] as i128,
+        on_rank0(1) - on_rank0(0)
+    );
+    assert!(m.clock.contains("epoch"), "{}", m.clock);
+    // Every record of each rank, and nothing else.
+    let (mut kernels, mut ranges) = (Vec::new(), Vec::new());
+    for (r, &s) in ranks.iter().zip(&m.shift) {
+        let (k, g) = ops_of(&r.run, s);
+        kernels.extend(k);
+        ranges.extend(g);
+    }
+    kernels.sort();
+    ranges.sort();
+    let (got_k, got_r) = ops_of(run, 0);
+    assert_eq!(got_k, kernels);
+    assert_eq!(got_r, ranges);
+    // Columns in start order, as a timeline must be.
+    let sorted = |s: &[u64]| s.windows(2).all(|w| w[0] <= w[1]);
+    let t = &run.timeline;
+    assert!(sorted(&t.kernels.start) && sorted(&t.mem_ops.start) && sorted(&t.ranges.start));
+    // Lanes: rank 0's, then rank 1's, each named by its rank; each lane finds its items.
+    let labels: Vec<&str> = run.lanes.iter().map(|l| l.label.as_str()).collect();
+    let per_rank = ranks[0].run.lanes.len();
+    assert_eq!(labels.len(), per_rank + ranks[1].run.lanes.len());
+    assert!(
+        labels[..per_rank]
+            .iter()
+            .all(|l| l.starts_with("Rank 0 · ")),
+        "{labels:?}"
+    );
+    assert!(
+        labels[per_rank..]
+            .iter()
+            .all(|l| l.starts_with("Rank 1 · ")),
+        "{labels:?}"
+    );
+    for (li, lane) in run.lanes.iter().enumerate() {
+        for &i in lane.items.iter().step_by(97) {
+            let target = match lane.kind {
+                LaneKind::Stages { .. } => Target::Range(i),
+                LaneKind::Stream(_) => Target::Kernel(i),
+                LaneKind::MemOps => Target::MemOp(i),
+                LaneKind::Counter(_) => continue,
+            };
+            assert_eq!(scene::lane_of(run, target), Some(li), "{}", lane.label);
+        }
+    }
+    // A rank-1 kernel says whose it is.
+    let k1 = (0..t.kernels.start.len() as u32)
+        .find(|&i| run.kernels[t.kernels.kernel[i as usize] as usize].rank == Some(1))
+        .unwrap();
+    let lines = llmprof_viewer::details::describe(run, Target::Kernel(k1));
+    assert_eq!(lines[0], ("Rank".to_string(), "1".to_string()));
+    // GPU busy over the whole merged run: each GPU's own busy, summed, over two GPUs.
+    let st = range_stats(run, 0, t.end_ns);
+    assert_eq!(st.gpus, 2);
+    let alone: u64 = ranks
+        .iter()
+        .map(|r| range_stats(&r.run, 0, r.run.timeline.end_ns).busy_ns)
+        .sum();
+    assert_eq!(st.busy_ns, alone);
+    assert_eq!(
+        st.ops as usize,
+        t.kernels.start.len() + t.mem_ops.start.len()
+    );
+    // A stage looks the same on every rank.
+    let decode: Vec<u32> = run
+        .stages
+        .iter()
+        .filter(|s| s.name == "decode")
+        .map(|s| s.color)
+        .collect();
+    assert_eq!(decode.len(), 2);
+    assert_eq!(decode[0], decode[1]);
+    // A stage's instances are its ranges, and a range's parent is one level up on its rank.
+    for s in &run.stages {
+        assert!(s
+            .instances
+            .windows(2)
+            .all(|w| t.ranges.start[w[0] as usize] <= t.ranges.start[w[1] as usize]));
+    }
+    for (i, p) in run.range_parent.iter().enumerate() {
+        if let Some(p) = p {
+            assert_eq!(t.ranges.depth[*p as usize] + 1, t.ranges.depth[i]);
+            assert_eq!(t.ranges.tid[*p as usize], t.ranges.tid[i]);
+        }
+    }
+}
+
+#[test]
+fn a_rank_twice_or_no_rank_is_refused() {
+    let (_, ranks) = two_ranks();
+    let twice = [ranks[0].clone(), ranks[0].clone()];
+    assert_eq!(merge(&twice).unwrap_err().0, "rank 0 is loaded twice");
+    assert!(merge(&[]).is_err());
+    // One rank alone is that rank, shifted by nothing.
+    let one = merge(&ranks[..1]).unwrap();
+    assert_eq!(one.shift, vec![0]);
+    assert_eq!(
+        one.run.timeline.kernels.start,
+        ranks[0].run.timeline.kernels.start
+    );
 }

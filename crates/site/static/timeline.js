@@ -12,6 +12,7 @@
   var searchBox = document.getElementById("tl-search");
   var searchStatus = document.getElementById("tl-search-status");
   var runSelect = document.getElementById("tl-run");
+  var ranksBox = document.getElementById("tl-ranks");
   var t0 = performance.now();
   var view = null;
   var currentId = "";
@@ -35,6 +36,94 @@
   // The runs with a timeline: the run picker's options, written by `llmprof site build`.
   function runIds() {
     return Array.prototype.map.call(runSelect.options, function (o) { return o.value; });
+  }
+
+  // The ranks a link shows beside its run: `with=ID,ID`, each id encoded.
+  function hashWith() {
+    var m = /(?:^#|&)with=([^&]*)/.exec(window.location.hash);
+    if (!m) return [];
+    return m[1].split(",").map(function (v) {
+      try { return decodeURIComponent(v); } catch (e) { return ""; }
+    }).filter(function (v) { return v; });
+  }
+
+  // The other ranks of the run whose rank `id` is (`<run>/ranks/<r>`), from the run picker.
+  function siblingRanks(id) {
+    var m = /^(.*\/ranks\/)[^\/]+$/.exec(id);
+    if (!m) return [];
+    return runIds().filter(function (o) {
+      return o !== id && o.indexOf(m[1]) === 0 && o.slice(m[1].length).indexOf("/") < 0;
+    });
+  }
+
+  // A rank's data, loaded only when it is added: `runs/<run>/ranks/<r>/{bundle,timeline}.js`.
+  function loadData(id) {
+    var base = "runs/" + id.split("/").map(encodeURIComponent).join("/") + "/";
+    return Promise.all([window.llmprofViewer.loadScript(base + "bundle.js"), window.llmprofViewer.loadScript(base + "timeline.js")])
+      .then(function () {
+        var data = window.LLMPROF_DATA || {};
+        var b = data["bundle/" + id], t = data["timeline/" + id];
+        delete data["bundle/" + id];
+        delete data["timeline/" + id];
+        if (typeof b !== "string" || typeof t !== "string") throw new Error("the run's data files hold no data for " + id);
+        return [b, t];
+      });
+  }
+
+  // Check boxes for the opened rank's siblings: ticking one loads its files and lays its lanes
+  // below; unticking takes them off.
+  function showRankBoxes() {
+    ranksBox.textContent = "";
+    var others = view ? siblingRanks(currentId) : [];
+    if (!others.length) { ranksBox.classList.add("hidden"); return; }
+    var shown = JSON.parse(view.ranks_beside());
+    ranksBox.appendChild(el("span", "Ranks beside it:"));
+    others.forEach(function (id) {
+      var label = el("label");
+      var box = el("input");
+      box.type = "checkbox";
+      box.checked = box.defaultChecked = shown.indexOf(id) >= 0;
+      box.setAttribute("data-rank", id);
+      box.addEventListener("change", function () { toggleRank(id, box.checked); });
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" " + id.slice(id.lastIndexOf("/") + 1)));
+      ranksBox.appendChild(label);
+    });
+    ranksBox.classList.remove("hidden");
+  }
+
+  function addRanks(ids, seq) {
+    return ids.reduce(function (p, id) {
+      return p.then(function () {
+        if (seq !== loadSeq || siblingRanks(currentId).indexOf(id) < 0) return;
+        status.textContent = "Loading " + id + "…";
+        return loadData(id).then(function (bt) {
+          if (seq === loadSeq) view.add_rank(id, bt[0], bt[1]);
+        });
+      });
+    }, Promise.resolve());
+  }
+
+  function ranksChanged() {
+    status.textContent = view.title + ": " + view.summary();
+    showRankBoxes();
+    showLegend();
+    showPinned("");
+    showRange(view.range_json());
+    searchStatus.textContent = searchBox.value ? view.search(searchBox.value) : "";
+    redraw();
+  }
+
+  function toggleRank(id, on) {
+    if (!view) return;
+    if (!on) { view.remove_rank(id); ranksChanged(); return; }
+    var seq = loadSeq;
+    addRanks([id], seq).then(function () {
+      if (seq === loadSeq) ranksChanged();
+    }).catch(function (e) {
+      status.textContent = "Cannot show " + id + " beside it: " + e.message;
+      showRankBoxes();
+    });
   }
 
 
@@ -111,6 +200,7 @@
     var r = JSON.parse(json);
     document.getElementById("tl-range-summary").textContent =
       r.start + " – " + r.end + " (" + r.length + "): " + r.ops + " GPU ops, GPU busy " + r.busy_pct + "%" +
+      (r.gpus > 1 ? " (the mean of " + r.gpus + " GPUs)" : "") +
       (r.more ? "; the table lists the 200 longest kernels, " + r.more + " more not shown" : "");
     var body = document.querySelector("#tl-range tbody");
     body.textContent = "";
@@ -161,22 +251,23 @@
     var seq = ++loadSeq;
     currentId = id;
     status.textContent = note + "Loading " + id + "…";
-    // A rank of a multi-rank run is `<run>/ranks/<rank>`: each segment encoded, `/` kept.
-    var base = "runs/" + id.split("/").map(encodeURIComponent).join("/") + "/";
     var tData = performance.now();
-    Promise.all([window.llmprofViewer.loadScript(base + "bundle.js"), window.llmprofViewer.loadScript(base + "timeline.js")])
-      .then(function () {
+    var tParse = 0;
+    // A rank of a multi-rank run is `<run>/ranks/<rank>`: each segment encoded, `/` kept.
+    loadData(id)
+      .then(function (bt) {
         if (seq !== loadSeq) return; // a later open() won
-        var tParse = performance.now();
-        var data = window.LLMPROF_DATA || {};
-        var b = data["bundle/" + id], t = data["timeline/" + id];
-        if (typeof b !== "string" || typeof t !== "string") throw new Error("the run's data files hold no data for " + id);
+        tParse = performance.now();
         if (view) { view.free(); view = null; }
-        view = new wasm_bindgen.TimelineView(canvas, id, b, t, wrap.clientWidth, window.devicePixelRatio || 1);
-        delete data["bundle/" + id];
-        delete data["timeline/" + id];
+        view = new wasm_bindgen.TimelineView(canvas, id, bt[0], bt[1], wrap.clientWidth, window.devicePixelRatio || 1);
         runSelect.value = id;
+        // The ranks a link shows beside this one, each loaded in turn.
+        return addRanks(hashWith(), seq);
+      })
+      .then(function () {
+        if (seq !== loadSeq || !view) return;
         status.textContent = note + view.title + ": " + view.summary();
+        showRankBoxes();
         showLegend();
         applyHash();
         view.render();
@@ -318,7 +409,8 @@
   window.addEventListener("hashchange", function () {
     if (window.location.hash === "#" + ownHash) return;
     var id = hashRun();
-    if (id && id !== currentId) open(id); else applyHash();
+    var beside = view ? JSON.parse(view.ranks_beside()).join(",") : "";
+    if ((id && id !== currentId) || hashWith().join(",") !== beside) open(id || currentId); else applyHash();
   });
   window.addEventListener("resize", function () {
     if (view) { view.resize(wrap.clientWidth, window.devicePixelRatio || 1); redraw(); }

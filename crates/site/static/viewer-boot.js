@@ -7,7 +7,8 @@
     return new Promise(function (resolve, reject) {
       var s = document.createElement("script");
       s.src = src;
-      s.onload = resolve;
+      // The script has run (its data is in window.LLMPROF_DATA): the element can go.
+      s.onload = function () { s.remove(); resolve(); };
       s.onerror = function () { reject(new Error("cannot load " + src)); };
       document.head.appendChild(s);
     });

@@ -17,6 +17,7 @@ use crate::lanes::{Geometry, Layout};
 use crate::measure::Measured;
 use crate::model::{Run, Target};
 use crate::range::range_stats;
+use crate::ranks::{merge, RankRun};
 use crate::scene::{self, Align, Overlay, Painter};
 use crate::search::{lane_match_counts, search, Matches};
 use crate::viewport::Viewport;
@@ -119,6 +120,8 @@ struct RangeJson {
     end: String,
     length: String,
     busy_pct: String,
+    /// GPUs the busy % is the mean of (ranks side by side), 1 for one run.
+    gpus: u32,
     ops: String,
     rows: Vec<[String; 4]>,
     /// Kernel names left out of `rows` (the table shows the 200 longest).
@@ -147,6 +150,13 @@ pub struct TimelineView {
     pinned: Option<Target>,
     selection: Option<(u64, u64)>,
     dragging: Option<(f64, f64)>,
+    /// With other ranks beside the opened one: every rank shown (the opened one first), with
+    /// its site id; `run` is then their merge. Empty while one run is shown.
+    ranks: Vec<(String, RankRun)>,
+    /// Where the opened run starts on the merged axis (0 while it is shown alone).
+    shift: u64,
+    /// How the ranks' clocks were aligned.
+    clock: String,
 }
 
 #[wasm_bindgen]
@@ -164,7 +174,7 @@ impl TimelineView {
     ) -> Result<TimelineView, JsError> {
         let run = Run::from_json(bundle, timeline).map_err(|e| JsError::new(&e.0))?;
         let ctx = context_2d(&canvas)?;
-        let layout = Layout::new(&run.lanes, Geometry::default());
+        let layout = Layout::new(&run.lanes, Geometry::for_lanes(&run.lanes));
         let plot_w = (css_width - layout.geometry.label_w).max(50.0);
         let vp = Viewport::new(run.timeline.end_ns, plot_w);
         let mut v = TimelineView {
@@ -182,9 +192,67 @@ impl TimelineView {
             pinned: None,
             selection: None,
             dragging: None,
+            ranks: Vec::new(),
+            shift: 0,
+            clock: String::new(),
         };
         v.resize(css_width, dpr);
         Ok(v)
+    }
+
+    /// Shows another rank of the same multi-rank run beside the ones shown (`site_id` is its
+    /// site id, `<run>/ranks/<r>`): its lanes below theirs, on one time axis. Returns how the
+    /// clocks were aligned. Fails, changing nothing, when either run is not a rank or the rank
+    /// is already shown under another id.
+    pub fn add_rank(
+        &mut self,
+        site_id: &str,
+        bundle: &str,
+        timeline: &str,
+    ) -> Result<String, JsError> {
+        if site_id == self.site_id || self.ranks.iter().any(|(id, _)| id == site_id) {
+            return Ok(self.clock.clone());
+        }
+        let not_rank = |id: &str| JsError::new(&format!("{id} is not a rank of a multi-rank run"));
+        let run = Run::from_json(bundle, timeline).map_err(|e| JsError::new(&e.0))?;
+        let rank = run.rank.ok_or_else(|| not_rank(site_id))?;
+        if self.ranks.is_empty() {
+            let own = self.run.rank.ok_or_else(|| not_rank(&self.site_id))?;
+            let run = self.run.clone();
+            self.ranks
+                .push((self.site_id.clone(), RankRun { rank: own, run }));
+        }
+        self.ranks
+            .push((site_id.to_string(), RankRun { rank, run }));
+        if let Err(e) = self.remerge() {
+            self.ranks.pop();
+            if self.ranks.len() == 1 {
+                self.ranks.clear();
+            }
+            return Err(e);
+        }
+        Ok(self.clock.clone())
+    }
+
+    /// Takes a rank added with [`TimelineView::add_rank`] off the view; `false` when it is
+    /// not shown beside the opened run.
+    pub fn remove_rank(&mut self, site_id: &str) -> bool {
+        let Some(i) = self.ranks.iter().skip(1).position(|(id, _)| id == site_id) else {
+            return false;
+        };
+        self.ranks.remove(i + 1);
+        self.remerge().is_ok()
+    }
+
+    /// The site ids of the ranks shown beside the opened run, as a JSON array.
+    pub fn ranks_beside(&self) -> String {
+        let ids: Vec<&str> = self
+            .ranks
+            .iter()
+            .skip(1)
+            .map(|(id, _)| id.as_str())
+            .collect();
+        serde_json::to_string(&ids).unwrap_or_default()
     }
 
     pub fn resize(&mut self, css_width: f64, dpr: f64) {
@@ -246,6 +314,14 @@ impl TimelineView {
         );
         if !self.run.device.is_empty() {
             s.push_str(&format!(" on {}", self.run.device));
+        }
+        if !self.run.ranks.is_empty() {
+            let ranks: Vec<String> = self.run.ranks.iter().map(|r| r.rank.to_string()).collect();
+            s.push_str(&format!(
+                "; ranks {} side by side, {}",
+                ranks.join(", "),
+                self.clock
+            ));
         }
         if let Some(n) = &self.run.counters_note {
             s.push_str(". ");
@@ -394,29 +470,32 @@ impl TimelineView {
             return String::new();
         };
         let st = range_stats(&self.run, a, b);
-        let rows = st
-            .rows
-            .iter()
-            .take(RANGE_ROWS)
-            .map(|r| {
-                let name = self
-                    .run
-                    .kernels
-                    .get(r.kernel as usize)
-                    .map_or_else(String::new, |k| k.display.clone());
-                [
-                    name,
-                    fmt::thousands(r.calls),
-                    fmt::duration(r.total_ns as f64),
-                    fmt::duration(r.mean_ns()),
-                ]
-            })
-            .collect();
+        let rows =
+            st.rows
+                .iter()
+                .take(RANGE_ROWS)
+                .map(|r| {
+                    let name = self.run.kernels.get(r.kernel as usize).map_or_else(
+                        String::new,
+                        |k| match k.rank {
+                            Some(rank) => format!("rank {rank} · {}", k.display),
+                            None => k.display.clone(),
+                        },
+                    );
+                    [
+                        name,
+                        fmt::thousands(r.calls),
+                        fmt::duration(r.total_ns as f64),
+                        fmt::duration(r.mean_ns()),
+                    ]
+                })
+                .collect();
         serde_json::to_string(&RangeJson {
             start: fmt::duration(a as f64),
             end: fmt::duration(b as f64),
             length: fmt::duration((b - a) as f64),
             busy_pct: format!("{:.1}", st.busy_pct()),
+            gpus: st.gpus,
             ops: fmt::thousands(st.ops),
             rows,
             more: st.rows.len().saturating_sub(RANGE_ROWS),
@@ -484,6 +563,12 @@ impl TimelineView {
         };
         ViewState {
             run: self.site_id.clone(),
+            with: self
+                .ranks
+                .iter()
+                .skip(1)
+                .map(|(id, _)| id.clone())
+                .collect(),
             window: Some((self.vp.t0.round() as i64, self.vp.t1.round() as i64)),
             selection: self.selection,
             pinned,
@@ -551,6 +636,46 @@ impl TimelineView {
             }
         }
         serde_json::to_string(&seen).unwrap_or_default()
+    }
+}
+
+impl TimelineView {
+    /// Rebuilds the shown run from `ranks` (the opened run alone again when only it is left),
+    /// keeping the window and the selection on the same moments.
+    fn remerge(&mut self) -> Result<(), JsError> {
+        let (run, shift, clock) = if self.ranks.len() <= 1 {
+            let (_, r) = self
+                .ranks
+                .pop()
+                .ok_or_else(|| JsError::new("no run to show"))?;
+            self.ranks.clear();
+            (r.run, 0, String::new())
+        } else {
+            let parts: Vec<RankRun> = self.ranks.iter().map(|(_, r)| r.clone()).collect();
+            let m = merge(&parts).map_err(|e| JsError::new(&e.0))?;
+            let shift = m.shift.first().copied().unwrap_or(0);
+            (m.run, shift, m.clock)
+        };
+        let moved = |t: f64| t - self.shift as f64 + shift as f64;
+        let (t0, t1) = (moved(self.vp.t0), moved(self.vp.t1));
+        self.selection = self.selection.map(|(a, b)| {
+            let d = |x: u64| (x + shift).saturating_sub(self.shift);
+            (d(a), d(b))
+        });
+        self.run = run;
+        self.shift = shift;
+        self.clock = clock;
+        self.layout = Layout::new(&self.run.lanes, Geometry::for_lanes(&self.run.lanes));
+        self.vp = Viewport::new(self.run.timeline.end_ns, self.vp.width);
+        self.vp.set(t0, t1);
+        (self.hover, self.pinned, self.dragging) = (None, None, None);
+        let query = self.matches.as_ref().map(|m| m.query.clone());
+        self.matches = None;
+        if let Some(q) = query {
+            self.search(&q);
+        }
+        self.resize(self.css_width, self.dpr);
+        Ok(())
     }
 }
 

@@ -18,6 +18,9 @@ pub fn describe(run: &Run, t: Target) -> Vec<(String, String)> {
                 tl.mem_ops.kernel.get(i as usize)
             };
             let k = row.and_then(|&r| run.kernels.get(r as usize));
+            if let Some(rank) = k.and_then(|k| k.rank) {
+                out.push(("Rank".into(), rank.to_string()));
+            }
             if let Some(k) = k {
                 out.push(("Kernel".into(), k.display.clone()));
                 if k.name != k.display {

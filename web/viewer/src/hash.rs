@@ -1,10 +1,13 @@
-//! The view in the URL hash: `#run=ID&t=T0-T1&sel=A-B&pin=K&q=QUERY`, times in integer ns
-//! from the timeline's start, every value percent-encoded. A link reproduces the view.
+//! The view in the URL hash: `#run=ID&with=ID,ID&t=T0-T1&sel=A-B&pin=K&q=QUERY`, times in
+//! integer ns from the timeline's start, every value percent-encoded (`with`: the other ranks
+//! shown beside `run`, each encoded, joined by `,`). A link reproduces the view.
 
 /// What a link restores.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ViewState {
     pub run: String,
+    /// Ranks shown beside `run` (their site ids), in lane order.
+    pub with: Vec<String>,
     /// Visible window.
     pub window: Option<(i64, i64)>,
     /// Selected range.
@@ -24,6 +27,15 @@ impl ViewState {
             let val = decode(val);
             match key {
                 "run" => v.run = val,
+                "with" => {
+                    v.with = part
+                        .split_once('=')
+                        .map_or("", |(_, raw)| raw)
+                        .split(',')
+                        .map(decode)
+                        .filter(|id| !id.is_empty())
+                        .collect()
+                }
                 "t" => v.window = pair(&val).filter(|(a, b)| a < b),
                 "sel" => {
                     v.selection = pair(&val)
@@ -41,6 +53,10 @@ impl ViewState {
     /// The hash, without `#`.
     pub fn to_hash(&self) -> String {
         let mut parts = vec![format!("run={}", encode(&self.run))];
+        if !self.with.is_empty() {
+            let ids: Vec<String> = self.with.iter().map(|id| encode(id)).collect();
+            parts.push(format!("with={}", ids.join(",")));
+        }
         if let Some((a, b)) = self.window {
             parts.push(format!("t={a}-{b}"));
         }
@@ -115,6 +131,7 @@ mod tests {
     fn a_full_view_round_trips() {
         let v = ViewState {
             run: "20261122-013608-qwen2.5-0.5b deep&x".into(),
+            with: vec!["r/ranks/1".into(), "odd,id".into()],
             window: Some((-1500, 2_000_000)),
             selection: Some((100, 900)),
             pinned: Some(42),
@@ -122,6 +139,7 @@ mod tests {
         };
         let h = v.to_hash();
         assert!(!h.contains(' ') && !h.contains('|'), "{h}");
+        assert!(h.contains("with=r%2Franks%2F1,odd%2Cid"), "{h}");
         assert_eq!(ViewState::parse(&format!("#{h}")), v);
     }
 

@@ -75,6 +75,19 @@ impl Default for Geometry {
     }
 }
 
+impl Geometry {
+    /// The geometry for a run's lanes: the label column wider when several ranks' lanes carry
+    /// the rank in their labels (`Rank 1 · Memcpy/memset`).
+    pub fn for_lanes(lanes: &[Lane]) -> Geometry {
+        let ranked = lanes.iter().any(|l| l.label.starts_with("Rank "));
+        let g = Geometry::default();
+        Geometry {
+            label_w: if ranked { 176.0 } else { g.label_w },
+            ..g
+        }
+    }
+}
+
 /// Where each lane sits: `rows[i]` = (top, height) of lane `i`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {

@@ -20,6 +20,8 @@
 //! * [`compare`] — the comparison charts, drawn with plotters on any backend (canvas on
 //!   screen and for PNG, SVG for export).
 //! * [`run_diff`] — the compare page's diff of two ticked runs (the report crate's `Diff`).
+//! * [`ranks`] — several ranks of a multi-rank run side by side on one time axis, each
+//!   rank's files loaded when it is added.
 //!
 //! Only `app` (wasm32 only) touches the browser.
 
@@ -32,6 +34,7 @@ pub mod lanes;
 pub mod lod;
 pub mod model;
 pub mod range;
+pub mod ranks;
 pub mod replicate;
 pub mod run_diff;
 pub mod scene;

@@ -28,6 +28,9 @@ pub struct KernelInfo {
     pub color: &'static str,
     /// Nsight Compute figures, formatted (`SM throughput 71.2%`), first result per kernel.
     pub ncu: Vec<String>,
+    /// The rank whose row this is, in a run of several ranks laid side by side
+    /// ([`crate::ranks::merge`]); `None` in a run of one.
+    pub rank: Option<u32>,
 }
 
 /// One stage of the bundle.
@@ -39,6 +42,10 @@ pub struct StageInfo {
     /// Per instance (in `instance_list` order, the order of `instances`): whether it is
     /// warm-up, not measurement.
     pub warmup: Vec<bool>,
+    /// Its colour's slot in the stage palette ([`crate::scene::stage_color`]): its index,
+    /// and with several ranks side by side the slot of the first stage of the same name, so
+    /// `decode` looks the same on every rank.
+    pub color: u32,
 }
 
 /// An NVML series on the timeline's axis.
@@ -68,6 +75,19 @@ pub struct Run {
     pub counters: Vec<Counter>,
     /// Why the NVML lanes are absent, when the bundle has samples but they cannot be placed.
     pub counters_note: Option<String>,
+    /// The rank of a multi-rank run this run is (the bundle's `environment.distributed`).
+    pub rank: Option<u32>,
+    /// The ranks laid side by side in this run ([`crate::ranks::merge`]), in lane order;
+    /// empty in a run of one.
+    pub ranks: Vec<RankPart>,
+}
+
+/// One rank of a run of several: its number and its streams (indexes into the timeline's
+/// `streams`), which tell its GPU ops from the others'.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankPart {
+    pub rank: u32,
+    pub streams: std::ops::Range<u32>,
 }
 
 /// What a lane item stands for.
@@ -106,6 +126,7 @@ impl Run {
                     .and_then(|&i| bundle.ncu.get(i as usize))
                     .map(ncu_lines)
                     .unwrap_or_default(),
+                rank: None,
             })
             .collect();
         let n_kernels = kernels.len() as u32;
@@ -124,7 +145,9 @@ impl Run {
         let mut stages: Vec<StageInfo> = bundle
             .stages
             .iter()
-            .map(|s| StageInfo {
+            .zip(0u32..)
+            .map(|(s, color)| StageInfo {
+                color,
                 name: if s.domain.is_empty() {
                     s.name.clone()
                 } else {
@@ -170,6 +193,8 @@ impl Run {
             lanes,
             counters,
             counters_note,
+            rank,
+            ranks: Vec::new(),
         })
     }
 

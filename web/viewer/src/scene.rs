@@ -295,7 +295,8 @@ fn color_of(run: &Run, t: Target, matches: Option<&Matches>) -> (&'static str, b
                 .copied()
                 .unwrap_or(0);
             // Search is over kernels: stages stay as they are.
-            (stage_color(s), true)
+            let slot = run.stages.get(s as usize).map_or(s, |st| st.color);
+            (stage_color(slot), true)
         }
     }
 }
@@ -321,17 +322,18 @@ pub fn label_of(run: &Run, t: Target) -> String {
     }
 }
 
-/// The lane that shows `t`.
+/// The lane that shows `t`: of the lanes of its kind, the one holding it (a lane's items are
+/// positions in start order, so ascending; several ranks side by side have a stage lane per
+/// depth and a memcpy lane each).
 pub fn lane_of(run: &Run, t: Target) -> Option<usize> {
-    run.lanes.iter().position(|l| match (l.kind, t) {
-        (LaneKind::Stages { depth }, Target::Range(i)) => {
-            run.timeline.ranges.depth.get(i as usize) == Some(&depth)
-        }
-        (LaneKind::Stream(s), Target::Kernel(i)) => {
-            run.timeline.kernels.stream.get(i as usize) == Some(&s)
-        }
-        (LaneKind::MemOps, Target::MemOp(_)) => true,
-        _ => false,
+    run.lanes.iter().position(|l| {
+        let i = match (l.kind, t) {
+            (LaneKind::Stages { .. }, Target::Range(i))
+            | (LaneKind::Stream(_), Target::Kernel(i))
+            | (LaneKind::MemOps, Target::MemOp(i)) => i,
+            _ => return false,
+        };
+        l.items.binary_search(&i).is_ok()
     })
 }
 

@@ -169,6 +169,48 @@ let wasm_bindgen = (function(exports) {
             wasm.__wbg_timelineview_free(ptr, 0);
         }
         /**
+         * Shows another rank of the same multi-rank run beside the ones shown (`site_id` is its
+         * site id, `<run>/ranks/<r>`): its lanes below theirs, on one time axis. Returns how the
+         * clocks were aligned. Fails, changing nothing, when either run is not a rank or the rank
+         * is already shown under another id.
+         * @param {string} site_id
+         * @param {string} bundle
+         * @param {string} timeline
+         * @returns {string}
+         */
+        add_rank(site_id, bundle, timeline) {
+            let deferred5_0;
+            let deferred5_1;
+            try {
+                let ptr0, len0, ptr1, len1, ptr2, len2;
+                try {
+                    ptr0 = passStringToWasm0(site_id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                    len0 = WASM_VECTOR_LEN;
+                    ptr1 = passStringToWasm0(bundle, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                    len1 = WASM_VECTOR_LEN;
+                    ptr2 = passStringToWasm0(timeline, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                    len2 = WASM_VECTOR_LEN;
+                } catch (e) {
+                    if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+                    if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+                    if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+                    throw e;
+                }
+                const ret = wasm.timelineview_add_rank(this.__wbg_ptr, ptr0, len0, ptr1, len1, ptr2, len2);
+                var ptr4 = ret[0];
+                var len4 = ret[1];
+                if (ret[3]) {
+                    ptr4 = 0; len4 = 0;
+                    throw takeFromExternrefTable0(ret[2]);
+                }
+                deferred5_0 = ptr4;
+                deferred5_1 = len4;
+                return getStringFromWasm0(ptr4, len4);
+            } finally {
+                wasm.__wbindgen_free(deferred5_0, deferred5_1, 1);
+            }
+        }
+        /**
          * Restores a view from a URL hash; returns the query it holds (for the search box).
          * @param {string} hash
          * @returns {string}
@@ -381,6 +423,34 @@ let wasm_bindgen = (function(exports) {
             } finally {
                 wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
             }
+        }
+        /**
+         * The site ids of the ranks shown beside the opened run, as a JSON array.
+         * @returns {string}
+         */
+        ranks_beside() {
+            let deferred1_0;
+            let deferred1_1;
+            try {
+                const ret = wasm.timelineview_ranks_beside(this.__wbg_ptr);
+                deferred1_0 = ret[0];
+                deferred1_1 = ret[1];
+                return getStringFromWasm0(ret[0], ret[1]);
+            } finally {
+                wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+            }
+        }
+        /**
+         * Takes a rank added with [`TimelineView::add_rank`] off the view; `false` when it is
+         * not shown beside the opened run.
+         * @param {string} site_id
+         * @returns {boolean}
+         */
+        remove_rank(site_id) {
+            const ptr0 = passStringToWasm0(site_id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.timelineview_remove_rank(this.__wbg_ptr, ptr0, len0);
+            return ret !== 0;
         }
         /**
          * Draws the current view.

@@ -81,6 +81,23 @@ pub fn read_ncu_paths(paths: &[PathBuf]) -> Result<NcuInput, IngestError> {
     })
 }
 
+/// [`read_ncu_paths`] of one CSV already in memory, `name` standing for its file in errors
+/// and diagnostics (what a fuzzer or a caller holding the bytes has).
+pub fn read_ncu_bytes(name: &str, bytes: &[u8]) -> Result<NcuInput, IngestError> {
+    let mut collected = Collected::default();
+    let mut diags = Diagnostics::new(Source::Ncu, name.to_string());
+    read_text(Path::new(name), name, bytes, &mut diags, &mut collected)?;
+    Ok(NcuInput {
+        kernels: collected
+            .kernels
+            .into_iter()
+            .map(KernelBuilder::finish)
+            .collect(),
+        device: collected.device,
+        diagnostics: diags.finish(),
+    })
+}
+
 /// Sets [`NcuKernel::kernel`] and [`Kernel::ncu`] where the names match: first on the exact
 /// name, else on [`match_key`]. A name that matches more than one kernel row is left unjoined
 /// rather than guessed. Rows whose kind is not [`OpKind::Kernel`] are skipped. Earlier joins
@@ -263,7 +280,19 @@ fn read_file(
     out: &mut Collected,
 ) -> Result<(), IngestError> {
     let bytes = input::read_bytes(what::NCU, path)?;
-    let text = String::from_utf8_lossy(&bytes);
+    read_text(path, name, &bytes, diags, out)
+}
+
+/// One file's bytes: the table found and read as a raw page or a long (section/metrics)
+/// export.
+fn read_text(
+    path: &Path,
+    name: &str,
+    bytes: &[u8],
+    diags: &mut Diagnostics,
+    out: &mut Collected,
+) -> Result<(), IngestError> {
+    let text = String::from_utf8_lossy(bytes);
     let mut ctx = FileCtx { path, name, diags };
     let table = split_table(&text, &mut ctx)?;
     let long = table.column("Metric Name").is_some() && table.column("Metric Value").is_some();

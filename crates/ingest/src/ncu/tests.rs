@@ -524,3 +524,17 @@ fn all_rtx_ncu_kernels_find_their_nsys_names() {
         Some(NSYS_GEMV_7)
     );
 }
+
+/// A CSV in memory reads as the same file on disk does.
+#[test]
+fn bytes_read_as_the_file_does() {
+    let path = fixture(H200_RAW);
+    let name = path.display().to_string();
+    let bytes = std::fs::read(&path).unwrap_or_default();
+    let from_file = read(H200_RAW);
+    match read_ncu_bytes(&name, &bytes) {
+        Ok(from_bytes) => assert_eq!(from_bytes, from_file),
+        Err(e) => panic!("{e}"),
+    }
+    assert!(read_ncu_bytes("x.csv", b"").is_err());
+}

@@ -403,4 +403,16 @@ fn a_hung_rank_is_named_from_the_launchers_log() {
         llmprof_capture::ranks::group_failure("plain reason\n"),
         None
     );
+    // The second real hang: rank 1 stopped while loading the model, before the group's first
+    // collective. NCCL sets its communicator up lazily, in that collective, and the watchdog
+    // does not time the setup: rank 0 waited until rank 1 was let go 150 s later, and the pass
+    // timeout (200 s) had stopped the group first.
+    let first = std::fs::read_to_string(fixture(&format!(
+        "{FIXTURE}/hang-at-first-collective-stderr.log"
+    )))
+    .unwrap();
+    assert_eq!(
+        llmprof_capture::ranks::group_failure(&first).as_deref(),
+        Some("rank 0 waited 146.5 s in ALLREDUCE #1, which its peers never joined (NCCL watchdog)")
+    );
 }

@@ -238,6 +238,13 @@ fn a_link_shows_two_ranks_side_by_side_on_the_timeline() {
     let o = site_build(&runs, &site);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let id = "20261126-034958-qwen2.5-0.5b-standard";
+    // The run page links there.
+    let page = std::fs::read_to_string(site.join(format!("runs/{id}/index.html"))).unwrap();
+    let link = format!("timeline.html#run={id}/ranks/0&#38;with={id}/ranks/1");
+    assert!(
+        page.contains(&link),
+        "the run page does not link both ranks' lanes"
+    );
     let url = format!(
         "file://{}#run={id}/ranks/0&with={id}%2Franks%2F1",
         site.join("timeline.html").display()

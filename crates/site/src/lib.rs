@@ -327,8 +327,7 @@ fn publish_run(
     let raw = list_raw(run.dir);
     let has_timeline = run_out.join(TIMELINE_JS).is_file();
     let timelines = timelines_of(&run, &run_out, has_timeline);
-    let first = timelines.first().map(|t| t.0.as_str());
-    let (html, md) = pages::run_page(&run.bundle, has_timeline, first, &raw)?;
+    let (html, md) = pages::run_page(&run.bundle, has_timeline, &timelines, &raw)?;
     let page_changed = write_if_changed(&run_out.join("index.html"), html.as_bytes())?;
     let md_changed = write_if_changed(&run_out.join("report.md"), md.as_bytes())?;
     let site_run = SiteRun {

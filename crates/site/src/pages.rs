@@ -58,6 +58,9 @@ struct RunPage<'a> {
     has_timeline: bool,
     /// The timeline page's id of this run's (first) timeline.
     timeline_link: Option<&'a str>,
+    /// A multi-rank run's first two ranks side by side on the timeline page (`#run=` value
+    /// with its `with=`).
+    side_by_side: Option<String>,
     /// Raw artifacts (path relative to the run page, published or only listed).
     raw: &'a [(String, bool)],
 }
@@ -109,10 +112,15 @@ fn render_err(what: &str) -> impl Fn(askama::Error) -> SiteError + '_ {
 pub fn run_page(
     b: &Bundle,
     has_timeline: bool,
-    timeline_link: Option<&str>,
+    timelines: &[(String, String)],
     raw: &[(String, bool)],
 ) -> Result<(String, String), SiteError> {
     let v = RunReport::of(b, TOP);
+    let timeline_link = timelines.first().map(|t| t.0.as_str());
+    let side_by_side = match timelines {
+        [a, b, ..] if b.0.contains("/ranks/") => Some(format!("{}&with={}", a.0, b.0)),
+        _ => None,
+    };
     let html = RunPage {
         root: "../../",
         title: &v.title,
@@ -121,6 +129,7 @@ pub fn run_page(
         charts: charts_of(b),
         has_timeline,
         timeline_link,
+        side_by_side,
         raw,
     }
     .render()

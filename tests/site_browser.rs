@@ -189,6 +189,22 @@ fn the_site_works_under_a_sub_path() {
     );
 }
 
+/// The run id of the two-H200 tensor-parallel sample run.
+const TWO_RANK_RUN: &str = "20261126-034958-qwen2.5-0.5b-standard";
+
+/// The site of the two-H200 tensor-parallel sample run alone: (its temporary directory, the
+/// site).
+fn two_rank_site() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let name = format!("{TWO_RANK_RUN}-nproc2");
+    copy_tree(&fixture(&format!("sample-runs/{name}")), &runs.join(name));
+    let site = dir.path().join("site");
+    let o = site_build(&runs, &site);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, site)
+}
+
 /// The compare page offers each rank of a multi-rank run beside the runs: two ranks of the
 /// two-H200 capture ticked from `file://` load their own bundles and get their diff.
 #[test]
@@ -196,14 +212,8 @@ fn two_ranks_of_a_run_compare_like_two_runs() {
     let Some(browser) = browser_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let runs = dir.path().join("runs");
-    let name = "20261126-034958-qwen2.5-0.5b-standard-nproc2";
-    copy_tree(&fixture(&format!("sample-runs/{name}")), &runs.join(name));
-    let site = dir.path().join("site");
-    let o = site_build(&runs, &site);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let id = "20261126-034958-qwen2.5-0.5b-standard";
+    let (_dir, site) = two_rank_site();
+    let id = TWO_RANK_RUN;
     let page = std::fs::read_to_string(site.join("compare.html")).unwrap();
     for r in [0, 1] {
         let pick = format!("value=\"{id}/ranks/{r}\" data-run=\"{id}/ranks/{r}\"");
@@ -230,14 +240,8 @@ fn a_link_shows_two_ranks_side_by_side_on_the_timeline() {
     let Some(browser) = browser_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let runs = dir.path().join("runs");
-    let name = "20261126-034958-qwen2.5-0.5b-standard-nproc2";
-    copy_tree(&fixture(&format!("sample-runs/{name}")), &runs.join(name));
-    let site = dir.path().join("site");
-    let o = site_build(&runs, &site);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let id = "20261126-034958-qwen2.5-0.5b-standard";
+    let (_dir, site) = two_rank_site();
+    let id = TWO_RANK_RUN;
     // The run page links there.
     let page = std::fs::read_to_string(site.join(format!("runs/{id}/index.html"))).unwrap();
     let link = format!("timeline.html#run={id}/ranks/0&#38;with={id}/ranks/1");

@@ -70,15 +70,7 @@ pub fn read_ncu_paths(paths: &[PathBuf]) -> Result<NcuInput, IngestError> {
             diagnostics.extend(diags.finish());
         }
     }
-    Ok(NcuInput {
-        kernels: collected
-            .kernels
-            .into_iter()
-            .map(KernelBuilder::finish)
-            .collect(),
-        device: collected.device,
-        diagnostics,
-    })
+    Ok(collected.finish(diagnostics))
 }
 
 /// [`read_ncu_paths`] of one CSV already in memory, `name` standing for its file in errors
@@ -87,15 +79,7 @@ pub fn read_ncu_bytes(name: &str, bytes: &[u8]) -> Result<NcuInput, IngestError>
     let mut collected = Collected::default();
     let mut diags = Diagnostics::new(Source::Ncu, name.to_string());
     read_text(Path::new(name), name, bytes, &mut diags, &mut collected)?;
-    Ok(NcuInput {
-        kernels: collected
-            .kernels
-            .into_iter()
-            .map(KernelBuilder::finish)
-            .collect(),
-        device: collected.device,
-        diagnostics: diags.finish(),
-    })
+    Ok(collected.finish(diags.finish()))
 }
 
 /// Sets [`NcuKernel::kernel`] and [`Kernel::ncu`] where the names match: first on the exact
@@ -153,6 +137,21 @@ struct Collected {
     kernels: Vec<KernelBuilder>,
     long_index: HashMap<LaunchKey, usize>,
     device: Option<Device>,
+}
+
+impl Collected {
+    /// The launches read, in the order their first row was read, with the files' diagnostics.
+    fn finish(self, diagnostics: Vec<Diagnostic>) -> NcuInput {
+        NcuInput {
+            kernels: self
+                .kernels
+                .into_iter()
+                .map(KernelBuilder::finish)
+                .collect(),
+            device: self.device,
+            diagnostics,
+        }
+    }
 }
 
 /// What the format parsers need to know about the file at hand.

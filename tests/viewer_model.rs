@@ -546,6 +546,36 @@ fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
             assert_eq!(scene::lane_of(run, target), Some(li), "{}", lane.label);
         }
     }
+    // Each rank's kernels read in the merge as they do alone (stage instance and its offset,
+    // grid and block, graph, category, Nsight Compute), besides their rank and start.
+    let k = &t.kernels;
+    for (r, &shift) in ranks.iter().zip(&m.shift) {
+        let own = &r.run.timeline.kernels;
+        for i in (0..own.start.len()).step_by(53) {
+            let start = own.start[i] + shift;
+            let name = &r.run.kernels[own.kernel[i] as usize].name;
+            let lo = k.start.partition_point(|&s| s < start);
+            let at = (lo..k.start.len())
+                .take_while(|&j| k.start[j] == start)
+                .find(|&j| {
+                    let row = &run.kernels[k.kernel[j] as usize];
+                    row.rank == Some(r.rank) && &row.name == name && k.dur[j] == own.dur[i]
+                })
+                .expect("the kernel is in the merge");
+            let lines = |run: &Run, i: usize| -> Vec<(String, String)> {
+                llmprof_viewer::details::describe(run, Target::Kernel(i as u32))
+                    .into_iter()
+                    .filter(|(k, _)| k != "Rank" && k != "Start")
+                    .collect()
+            };
+            assert_eq!(
+                lines(run, at),
+                lines(&r.run, i),
+                "rank {} kernel {i}",
+                r.rank
+            );
+        }
+    }
     // A rank-1 kernel says whose it is.
     let k1 = (0..t.kernels.start.len() as u32)
         .find(|&i| run.kernels[t.kernels.kernel[i as usize] as usize].rank == Some(1))
@@ -594,6 +624,19 @@ fn a_rank_twice_or_no_rank_is_refused() {
     let twice = [ranks[0].clone(), ranks[0].clone()];
     assert_eq!(merge(&twice).unwrap_err().0, "rank 0 is loaded twice");
     assert!(merge(&[]).is_err());
+    // Ranks an hour apart are laid out, and the clock note doubts they are one job's; a
+    // stage or launch index past the rank's own tables is no row of the next rank's.
+    let mut far = ranks.clone();
+    let t1 = &mut far[1].run.timeline;
+    t1.t0_epoch_ns = t1.t0_epoch_ns.map(|e| e + 3_600_000_000_000);
+    t1.kernels.stage[0] = Some(u32::MAX);
+    t1.kernels.launch[0] = Some(t1.launches.len() as u32);
+    let m = merge(&far).unwrap();
+    assert!(m.clock.contains("rank 1 starts"), "{}", m.clock);
+    assert!(m.clock.contains("are they from one job?"), "{}", m.clock);
+    let k = &m.run.timeline.kernels;
+    let first1 = k.start.partition_point(|&s| s < m.shift[1]);
+    assert_eq!((k.stage[first1], k.launch[first1]), (None, None));
     // One rank alone is that rank, shifted by nothing.
     let one = merge(&ranks[..1]).unwrap();
     assert_eq!(one.shift, vec![0]);

@@ -70,6 +70,11 @@
       });
   }
 
+  // Ranks being loaded, by id: the token of the tick that asked for each (an untick while it
+  // loads drops the token, and the rank is not added when its files arrive).
+  var pending = {};
+  var pendingToken = 0;
+
   // Check boxes for the opened rank's siblings: ticking one loads its files and lays its lanes
   // below; unticking takes them off.
   function showRankBoxes() {
@@ -82,7 +87,7 @@
       var label = el("label");
       var box = el("input");
       box.type = "checkbox";
-      box.checked = box.defaultChecked = shown.indexOf(id) >= 0;
+      box.checked = box.defaultChecked = shown.indexOf(id) >= 0 || id in pending;
       box.setAttribute("data-rank", id);
       box.addEventListener("change", function () { toggleRank(id, box.checked); });
       label.appendChild(box);
@@ -92,20 +97,43 @@
     ranksBox.classList.remove("hidden");
   }
 
-  function addRanks(ids, seq) {
-    return ids.reduce(function (p, id) {
-      return p.then(function () {
-        if (seq !== loadSeq || siblingRanks(currentId).indexOf(id) < 0) return;
-        status.textContent = "Loading " + id + "…";
-        return loadData(id).then(function (bt) {
-          if (seq === loadSeq) view.add_rank(id, bt[0], bt[1]);
-        });
-      });
-    }, Promise.resolve());
+  // The siblings of the opened rank among `ids`, each once.
+  function rankIds(ids) {
+    var others = siblingRanks(currentId);
+    return ids.filter(function (id, i) { return others.indexOf(id) >= 0 && ids.indexOf(id) === i; });
   }
 
-  function ranksChanged() {
-    status.textContent = view.title + ": " + view.summary();
+  // Loads `id`'s files and adds its lanes, unless the view was replaced or the tick withdrawn
+  // meanwhile. Resolves to an error message, or "".
+  function addRank(id, seq) {
+    if (id in pending) return Promise.resolve("");
+    var token = ++pendingToken;
+    pending[id] = token;
+    status.textContent = "Loading " + id + "…";
+    return loadData(id).then(function (bt) {
+      if (seq !== loadSeq || pending[id] !== token) return "";
+      view.add_rank(id, bt[0], bt[1]);
+      return "";
+    }).catch(function (e) {
+      return "Cannot show " + id + " beside it: " + e.message + ". ";
+    }).then(function (err) {
+      if (pending[id] === token) delete pending[id];
+      return err;
+    });
+  }
+
+  // The ranks a link names, one after the other; resolves to what could not be shown.
+  function addRanks(ids, seq) {
+    return rankIds(ids).reduce(function (p, id) {
+      return p.then(function (errs) {
+        if (seq !== loadSeq) return errs;
+        return addRank(id, seq).then(function (err) { return errs + err; });
+      });
+    }, Promise.resolve(""));
+  }
+
+  function ranksChanged(note) {
+    status.textContent = (note || "") + view.title + ": " + view.summary();
     showRankBoxes();
     showLegend();
     showPinned("");
@@ -116,17 +144,16 @@
 
   function toggleRank(id, on) {
     if (!view) return;
-    if (!on) { view.remove_rank(id); ranksChanged(); return; }
+    if (!on) {
+      if (id in pending) delete pending[id]; else view.remove_rank(id);
+      ranksChanged();
+      return;
+    }
     var seq = loadSeq;
-    addRanks([id], seq).then(function () {
-      if (seq === loadSeq) ranksChanged();
-    }).catch(function (e) {
-      status.textContent = "Cannot show " + id + " beside it: " + e.message;
-      showRankBoxes();
+    addRank(id, seq).then(function (err) {
+      if (seq === loadSeq) ranksChanged(err);
     });
   }
-
-
 
   // The address keeps up with the view, written a moment after the last change (browsers
   // throttle replaceState during a pan).
@@ -250,6 +277,8 @@
     }
     var seq = ++loadSeq;
     currentId = id;
+    pending = {};
+    ranksBox.classList.add("hidden");
     status.textContent = note + "Loading " + id + "…";
     var tData = performance.now();
     var tParse = 0;
@@ -261,12 +290,13 @@
         if (view) { view.free(); view = null; }
         view = new wasm_bindgen.TimelineView(canvas, id, bt[0], bt[1], wrap.clientWidth, window.devicePixelRatio || 1);
         runSelect.value = id;
-        // The ranks a link shows beside this one, each loaded in turn.
+        // The ranks a link shows beside this one, each loaded in turn; one that cannot be
+        // shown is said, and the others are.
         return addRanks(hashWith(), seq);
       })
-      .then(function () {
+      .then(function (errs) {
         if (seq !== loadSeq || !view) return;
-        status.textContent = note + view.title + ": " + view.summary();
+        status.textContent = note + (errs || "") + view.title + ": " + view.summary();
         showRankBoxes();
         showLegend();
         applyHash();
@@ -410,7 +440,7 @@
     if (window.location.hash === "#" + ownHash) return;
     var id = hashRun();
     var beside = view ? JSON.parse(view.ranks_beside()).join(",") : "";
-    if ((id && id !== currentId) || hashWith().join(",") !== beside) open(id || currentId); else applyHash();
+    if ((id && id !== currentId) || rankIds(hashWith()).join(",") !== beside) open(id || currentId); else applyHash();
   });
   window.addEventListener("resize", function () {
     if (view) { view.resize(wrap.clientWidth, window.devicePixelRatio || 1); redraw(); }

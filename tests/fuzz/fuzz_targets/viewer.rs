@@ -1,6 +1,8 @@
 //! A run's `bundle.json` and `timeline.json` as the WASM viewer reads them (the input is the two
 //! texts separated by a NUL byte): any bytes give a run the viewer draws, hit-tests and
 //! measures, or a load error, never a panic. The drawing goes to a painter that only counts.
+//! The run is also laid beside a copy of itself as another rank (`ranks::merge`), as the
+//! timeline page lays out ranks side by side, and that merge is drawn and measured too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,6 +10,7 @@ use llmprof_viewer::hit::hit;
 use llmprof_viewer::lanes::{Geometry, Layout};
 use llmprof_viewer::model::Run;
 use llmprof_viewer::range::range_stats;
+use llmprof_viewer::ranks::{merge, RankRun};
 use llmprof_viewer::scene::{self, Align, Overlay, Painter};
 use llmprof_viewer::viewport::Viewport;
 
@@ -45,18 +48,34 @@ fuzz_target!(|data: &[u8]| {
     let Ok(run) = Run::from_json(bundle, timeline) else {
         return;
     };
+    exercise(&run);
+    let twin = RankRun {
+        rank: run.rank.unwrap_or(0).wrapping_add(1),
+        run: run.clone(),
+    };
+    let own = RankRun {
+        rank: run.rank.unwrap_or(0),
+        run,
+    };
+    if let Ok(m) = merge(&[own, twin]) {
+        exercise(&m.run);
+    }
+});
+
+/// Frames at two widths, hit tests across them, range statistics.
+fn exercise(run: &Run) {
     let end = run.timeline.end_ns;
     let layout = Layout::new(&run.lanes, Geometry::default());
     let mut count = Count::default();
     for width in [1.0, 1268.0] {
         let vp = Viewport::new(end, width);
-        scene::draw(&run, &layout, &vp, &Overlay::default(), width + 132.0, &mut count);
+        scene::draw(run, &layout, &vp, &Overlay::default(), width + 132.0, &mut count);
         for x in [0.0, width / 2.0, width] {
             for y in [0.0, 30.0, 60.0, 200.0] {
-                let _ = hit(&run, &layout, &vp, x, y, 3.0);
+                let _ = hit(run, &layout, &vp, x, y, 3.0);
             }
         }
     }
-    let _ = range_stats(&run, 0, end);
-    let _ = range_stats(&run, end / 3, end / 2);
-});
+    let _ = range_stats(run, 0, end);
+    let _ = range_stats(run, end / 3, end / 2);
+}

@@ -150,9 +150,11 @@ pub struct TimelineView {
     pinned: Option<Target>,
     selection: Option<(u64, u64)>,
     dragging: Option<(f64, f64)>,
-    /// With other ranks beside the opened one: every rank shown (the opened one first), with
-    /// its site id; `run` is then their merge. Empty while one run is shown.
-    ranks: Vec<(String, RankRun)>,
+    /// With other ranks beside the opened one: every rank shown (the opened one first);
+    /// `run` is then their merge. Empty while one run is shown.
+    ranks: Vec<RankRun>,
+    /// The site id of each of `ranks`.
+    rank_ids: Vec<String>,
     /// Where the opened run starts on the merged axis (0 while it is shown alone).
     shift: u64,
     /// How the ranks' clocks were aligned.
@@ -193,6 +195,7 @@ impl TimelineView {
             selection: None,
             dragging: None,
             ranks: Vec::new(),
+            rank_ids: Vec::new(),
             shift: 0,
             clock: String::new(),
         };
@@ -202,7 +205,7 @@ impl TimelineView {
 
     /// Shows another rank of the same multi-rank run beside the ones shown (`site_id` is its
     /// site id, `<run>/ranks/<r>`): its lanes below theirs, on one time axis. Returns how the
-    /// clocks were aligned. Fails, changing nothing, when either run is not a rank or the rank
+    /// clocks were aligned. Fails, changing nothing, when either run is not a rank or its rank
     /// is already shown under another id.
     pub fn add_rank(
         &mut self,
@@ -210,49 +213,49 @@ impl TimelineView {
         bundle: &str,
         timeline: &str,
     ) -> Result<String, JsError> {
-        if site_id == self.site_id || self.ranks.iter().any(|(id, _)| id == site_id) {
+        if site_id == self.site_id || self.rank_ids.iter().any(|id| id == site_id) {
             return Ok(self.clock.clone());
         }
         let not_rank = |id: &str| JsError::new(&format!("{id} is not a rank of a multi-rank run"));
         let run = Run::from_json(bundle, timeline).map_err(|e| JsError::new(&e.0))?;
         let rank = run.rank.ok_or_else(|| not_rank(site_id))?;
+        let own = match self.ranks.first() {
+            Some(r) => r.rank,
+            None => self.run.rank.ok_or_else(|| not_rank(&self.site_id))?,
+        };
+        if rank == own || self.ranks.iter().any(|r| r.rank == rank) {
+            return Err(JsError::new(&format!(
+                "{site_id} is rank {rank}, which is already shown"
+            )));
+        }
         if self.ranks.is_empty() {
-            let own = self.run.rank.ok_or_else(|| not_rank(&self.site_id))?;
-            let run = self.run.clone();
-            self.ranks
-                .push((self.site_id.clone(), RankRun { rank: own, run }));
+            // The opened run becomes the first rank (moved, not copied: the view shows the
+            // merge from here on).
+            let run = std::mem::take(&mut self.run);
+            self.ranks.push(RankRun { rank: own, run });
+            self.rank_ids.push(self.site_id.clone());
         }
-        self.ranks
-            .push((site_id.to_string(), RankRun { rank, run }));
-        if let Err(e) = self.remerge() {
-            self.ranks.pop();
-            if self.ranks.len() == 1 {
-                self.ranks.clear();
-            }
-            return Err(e);
-        }
+        self.ranks.push(RankRun { rank, run });
+        self.rank_ids.push(site_id.to_string());
+        self.remerge();
         Ok(self.clock.clone())
     }
 
     /// Takes a rank added with [`TimelineView::add_rank`] off the view; `false` when it is
     /// not shown beside the opened run.
     pub fn remove_rank(&mut self, site_id: &str) -> bool {
-        let Some(i) = self.ranks.iter().skip(1).position(|(id, _)| id == site_id) else {
+        let Some(i) = self.rank_ids.iter().skip(1).position(|id| id == site_id) else {
             return false;
         };
         self.ranks.remove(i + 1);
-        self.remerge().is_ok()
+        self.rank_ids.remove(i + 1);
+        self.remerge();
+        true
     }
 
     /// The site ids of the ranks shown beside the opened run, as a JSON array.
     pub fn ranks_beside(&self) -> String {
-        let ids: Vec<&str> = self
-            .ranks
-            .iter()
-            .skip(1)
-            .map(|(id, _)| id.as_str())
-            .collect();
-        serde_json::to_string(&ids).unwrap_or_default()
+        serde_json::to_string(&self.rank_ids.get(1..).unwrap_or_default()).unwrap_or_default()
     }
 
     pub fn resize(&mut self, css_width: f64, dpr: f64) {
@@ -563,12 +566,7 @@ impl TimelineView {
         };
         ViewState {
             run: self.site_id.clone(),
-            with: self
-                .ranks
-                .iter()
-                .skip(1)
-                .map(|(id, _)| id.clone())
-                .collect(),
+            with: self.rank_ids.get(1..).unwrap_or_default().to_vec(),
             window: Some((self.vp.t0.round() as i64, self.vp.t1.round() as i64)),
             selection: self.selection,
             pinned,
@@ -641,27 +639,26 @@ impl TimelineView {
 
 impl TimelineView {
     /// Rebuilds the shown run from `ranks` (the opened run alone again when only it is left),
-    /// keeping the window and the selection on the same moments.
-    fn remerge(&mut self) -> Result<(), JsError> {
+    /// keeping the window and the selection on the same moments. `add_rank` admits no rank
+    /// twice, so the merge cannot fail.
+    fn remerge(&mut self) {
         let (run, shift, clock) = if self.ranks.len() <= 1 {
-            let (_, r) = self
-                .ranks
-                .pop()
-                .ok_or_else(|| JsError::new("no run to show"))?;
-            self.ranks.clear();
-            (r.run, 0, String::new())
+            self.rank_ids.clear();
+            match self.ranks.pop() {
+                Some(r) => (r.run, 0, String::new()),
+                None => return,
+            }
         } else {
-            let parts: Vec<RankRun> = self.ranks.iter().map(|(_, r)| r.clone()).collect();
-            let m = merge(&parts).map_err(|e| JsError::new(&e.0))?;
-            let shift = m.shift.first().copied().unwrap_or(0);
-            (m.run, shift, m.clock)
+            match merge(&self.ranks) {
+                Ok(m) => (m.run, m.shift.first().copied().unwrap_or(0), m.clock),
+                Err(_) => return,
+            }
         };
         let moved = |t: f64| t - self.shift as f64 + shift as f64;
         let (t0, t1) = (moved(self.vp.t0), moved(self.vp.t1));
-        self.selection = self.selection.map(|(a, b)| {
-            let d = |x: u64| (x + shift).saturating_sub(self.shift);
-            (d(a), d(b))
-        });
+        let old = self.shift;
+        let at = |x: u64| x.saturating_add(shift).saturating_sub(old);
+        self.selection = self.selection.map(|(a, b)| (at(a), at(b)));
         self.run = run;
         self.shift = shift;
         self.clock = clock;
@@ -675,7 +672,6 @@ impl TimelineView {
             self.search(&q);
         }
         self.resize(self.css_width, self.dpr);
-        Ok(())
     }
 }
 

@@ -61,7 +61,7 @@ pub struct Counter {
 }
 
 /// Everything the timeline draws, derived once at load.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Run {
     pub title: String,
     pub device: String,

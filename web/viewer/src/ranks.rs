@@ -7,7 +7,9 @@
 //! Systems' session start, the PyTorch profiler's `baseTimeNanoseconds`), rank times are put
 //! on that epoch, as the multi-rank ingest aligns them; otherwise the ranks' own `t0_ns` are
 //! taken as one clock (true of one Nsight Systems report holding every rank) and
-//! [`Merged::clock`] says so. The merged timeline starts at the earliest rank's start.
+//! [`Merged::clock`] says so, as it says when one rank starts after another has ended. The
+//! merged timeline starts at the earliest rank's start; its `t0_ns` is that moment on the
+//! first rank's own clock.
 //!
 //! Everything else in the viewer works on the merged [`Run`] unchanged: its tables are the
 //! ranks' tables one after the other (kernel rows, stages, streams, launches, counters), its
@@ -15,7 +17,7 @@
 //! statistics need no notion of rank beyond [`Run::ranks`].
 
 use crate::lanes::{Lane, LaneKind};
-use crate::model::{Counter, LoadError, RankPart, Run};
+use crate::model::{Counter, LoadError, RankPart, Run, StageInfo};
 use llmprof_bundle::Timeline;
 
 /// One loaded rank.
@@ -46,27 +48,28 @@ pub fn merge(ranks: &[RankRun]) -> Result<Merged, LoadError> {
             return Err(LoadError(format!("rank {} is loaded twice", r.rank)));
         }
     }
-    let (starts, clock) = rank_starts(ranks);
+    let (starts, mut clock) = rank_starts(ranks);
     let base = starts.iter().copied().min().unwrap_or(0);
-    let shift: Vec<u64> = starts.iter().map(|&s| (s - base) as u64).collect();
+    let shift: Vec<u64> = starts
+        .iter()
+        .map(|&s| u64::try_from(s - base).unwrap_or(u64::MAX))
+        .collect();
+    if let Some(note) = apart(ranks, &shift) {
+        clock = format!("{clock}; {note}");
+    }
+    let bases = Bases::of(ranks);
     let maps = PositionMaps::new(ranks, &shift);
-    let timeline = merged_timeline(ranks, &shift, &maps, base);
+    let timeline = merged_timeline(ranks, &shift, &maps, &bases);
     let mut run = Run {
         title: ranks[0].run.title.clone(),
         device: ranks[0].run.device.clone(),
         timeline,
-        kernels: Vec::new(),
-        stages: Vec::new(),
         range_parent: vec![None; maps.ranges_len],
-        lanes: Vec::new(),
-        counters: Vec::new(),
-        counters_note: None,
-        rank: None,
-        ranks: Vec::new(),
+        ..Run::default()
     };
     let mut notes = Vec::new();
     for (p, r) in ranks.iter().enumerate() {
-        append_rank(&mut run, r, p, shift[p], &maps);
+        append_rank(&mut run, r, (shift[p], &bases[p]), &maps.of(p));
         if let Some(n) = &r.run.counters_note {
             notes.push(format!("rank {}: {n}", r.rank));
         }
@@ -95,12 +98,34 @@ fn rank_starts(ranks: &[RankRun]) -> (Vec<i128>, String) {
     }
 }
 
+/// A warning when a rank's records start after another rank's have all ended: ranks of one
+/// job overlap in time, so their clocks or their files disagree.
+fn apart(ranks: &[RankRun], shift: &[u64]) -> Option<String> {
+    let end = |p: usize| shift[p].saturating_add(ranks[p].run.timeline.end_ns);
+    let (late, early) = (0..ranks.len())
+        .flat_map(|a| (0..ranks.len()).map(move |b| (a, b)))
+        .find(|&(a, b)| shift[a] > end(b))?;
+    Some(format!(
+        "rank {} starts {:.3} s after rank {} ends: are they from one job?",
+        ranks[late].rank,
+        (shift[late] - end(early)) as f64 / 1e9,
+        ranks[early].rank
+    ))
+}
+
 /// Where each rank's records land in the merged columns: per rank, old position → new.
 struct PositionMaps {
     kernels: Vec<Vec<u32>>,
     mem_ops: Vec<Vec<u32>>,
     ranges: Vec<Vec<u32>>,
     ranges_len: usize,
+}
+
+/// One rank's maps.
+struct RankMaps<'a> {
+    kernels: &'a [u32],
+    mem_ops: &'a [u32],
+    ranges: &'a [u32],
 }
 
 impl PositionMaps {
@@ -115,6 +140,14 @@ impl PositionMaps {
             mem_ops,
             ranges,
             ranges_len,
+        }
+    }
+
+    fn of(&self, p: usize) -> RankMaps<'_> {
+        RankMaps {
+            kernels: &self.kernels[p],
+            mem_ops: &self.mem_ops[p],
+            ranges: &self.ranges[p],
         }
     }
 }
@@ -146,19 +179,71 @@ fn place<T: Copy>(col: &mut [T], map: &[u32], values: impl IntoIterator<Item = T
     }
 }
 
+/// One rank's rows in the concatenated tables: where they start, and how many the rank has
+/// (an index of the rank's own past its table is no row of it, not one of the next rank's).
+#[derive(Debug, Default, Clone, Copy)]
+struct Bases {
+    kernel: u32,
+    stage: u32,
+    stages: u32,
+    stream: u32,
+    launch: u32,
+    launches: u32,
+    counter: usize,
+}
+
+impl Bases {
+    /// Every rank's, in order: the sums of the tables before it.
+    fn of(ranks: &[RankRun]) -> Vec<Bases> {
+        let mut next = Bases::default();
+        ranks
+            .iter()
+            .map(|r| {
+                let run = &r.run;
+                let b = Bases {
+                    stages: run.stages.len() as u32,
+                    launches: run.timeline.launches.len() as u32,
+                    ..next
+                };
+                next.kernel += run.kernels.len() as u32;
+                next.stage += b.stages;
+                next.stream += run.timeline.streams.len() as u32;
+                next.launch += b.launches;
+                next.counter += run.counters.len();
+                b
+            })
+            .collect()
+    }
+
+    fn stage(&self, s: Option<u32>) -> Option<u32> {
+        s.filter(|&x| x < self.stages).map(|x| x + self.stage)
+    }
+
+    fn launch(&self, l: Option<u32>) -> Option<u32> {
+        l.filter(|&x| x < self.launches).map(|x| x + self.launch)
+    }
+}
+
 /// The ranks' timelines as one: columns merged by start, indexes into the per-rank tables
 /// (kernel rows, stages, streams, launches, ranges) offset to the concatenated tables.
-fn merged_timeline(ranks: &[RankRun], shift: &[u64], maps: &PositionMaps, base: i128) -> Timeline {
+fn merged_timeline(
+    ranks: &[RankRun],
+    shift: &[u64],
+    maps: &PositionMaps,
+    bases: &[Bases],
+) -> Timeline {
     let first = &ranks[0].run.timeline;
+    // The merged start on the first rank's own clock, and its epoch where every rank has one.
+    let back = i64::try_from(shift[0]).unwrap_or(i64::MAX);
     let mut t = Timeline {
         schema_version: first.schema_version,
         run_id: first.run_id.clone(),
-        t0_ns: i64::try_from(base).unwrap_or(first.t0_ns),
+        t0_ns: first.t0_ns.saturating_sub(back),
         end_ns: 0,
         t0_epoch_ns: ranks
             .iter()
             .all(|r| r.run.timeline.t0_epoch_ns.is_some())
-            .then(|| i64::try_from(base).ok())
+            .then(|| first.t0_epoch_ns.map(|e| e.saturating_sub(back)))
             .flatten(),
         ..Timeline::default()
     };
@@ -185,103 +270,85 @@ fn merged_timeline(ranks: &[RankRun], shift: &[u64], maps: &PositionMaps, base: 
         vec![0; nr],
         vec![0; nr],
     );
-    let mut base_of = Bases::default();
     for (p, rank) in ranks.iter().enumerate() {
         let src = &rank.run.timeline;
-        copy_rank_columns(&mut t, src, p, shift[p], maps, &base_of);
+        let at = (shift[p], &bases[p]);
+        copy_kernels(&mut t, &rank.run, at, &maps.of(p));
+        copy_mem_ops_and_ranges(&mut t, src, at, &maps.of(p));
         t.end_ns = t.end_ns.max(src.end_ns.saturating_add(shift[p]));
         t.streams.extend(&src.streams);
         t.launches.extend(src.launches.iter().cloned());
-        base_of.advance(&rank.run);
     }
     t
 }
 
-/// Offsets of one rank's rows in the concatenated tables.
-#[derive(Debug, Default, Clone, Copy)]
-struct Bases {
-    kernel: u32,
-    stage: u32,
-    stream: u32,
-    launch: u32,
-    counter: usize,
-}
-
-impl Bases {
-    fn advance(&mut self, run: &Run) {
-        self.kernel += run.kernels.len() as u32;
-        self.stage += run.stages.len() as u32;
-        self.stream += run.timeline.streams.len() as u32;
-        self.launch += run.timeline.launches.len() as u32;
-        self.counter += run.counters.len();
-    }
-}
-
-/// Rank `p`'s records (`src`) into their merged positions.
-fn copy_rank_columns(
-    t: &mut Timeline,
-    src: &Timeline,
-    p: usize,
-    shift: u64,
-    maps: &PositionMaps,
-    b: &Bases,
-) {
-    let (km, mm, rm) = (&maps.kernels[p], &maps.mem_ops[p], &maps.ranges[p]);
-    let plus = |v: Option<u32>, d: u32| v.map(|x| x + d);
-    let range_of = |v: Option<u32>| v.and_then(|x| rm.get(x as usize).copied());
-    let (k, s) = (&mut t.kernels, &src.kernels);
+/// One rank's kernel ops into their merged positions. Kernel rows and streams are in range
+/// (the run was checked when it loaded); stage and launch indexes past the rank's own tables
+/// become `null`.
+fn copy_kernels(t: &mut Timeline, run: &Run, (shift, b): (u64, &Bases), maps: &RankMaps<'_>) {
+    let (k, s, to) = (&mut t.kernels, &run.timeline.kernels, maps.kernels);
+    let range_of = |v: Option<u32>| v.and_then(|x| maps.ranges.get(x as usize).copied());
     place(
         &mut k.start,
-        km,
+        to,
         s.start.iter().map(|&x| x.saturating_add(shift)),
     );
-    place(&mut k.dur, km, s.dur.iter().copied());
-    place(&mut k.stream, km, s.stream.iter().map(|&x| x + b.stream));
-    place(&mut k.kernel, km, s.kernel.iter().map(|&x| x + b.kernel));
-    place(&mut k.stage, km, s.stage.iter().map(|&x| plus(x, b.stage)));
+    place(&mut k.dur, to, s.dur.iter().copied());
+    place(&mut k.stream, to, s.stream.iter().map(|&x| x + b.stream));
+    place(&mut k.kernel, to, s.kernel.iter().map(|&x| x + b.kernel));
+    place(&mut k.stage, to, s.stage.iter().map(|&x| b.stage(x)));
     if !s.launch.is_empty() {
-        place(
-            &mut k.launch,
-            km,
-            s.launch.iter().map(|&x| plus(x, b.launch)),
-        );
+        place(&mut k.launch, to, s.launch.iter().map(|&x| b.launch(x)));
     }
     if !s.range.is_empty() {
-        place(&mut k.range, km, s.range.iter().map(|&x| range_of(x)));
+        place(&mut k.range, to, s.range.iter().map(|&x| range_of(x)));
+    } else if !k.range.is_empty() {
+        // Another rank has the column: this one's kernels get the instance enclosing their
+        // start, as the viewer finds it for a timeline without the column.
+        let found = (0..s.start.len() as u32).map(|i| range_of(run.stage_instance_of_kernel(i)));
+        place(&mut k.range, to, found);
     }
     if !s.graph.is_empty() {
-        place(&mut k.graph, km, s.graph.iter().copied());
+        place(&mut k.graph, to, s.graph.iter().copied());
     }
     if !s.graph_node.is_empty() {
-        place(&mut k.graph_node, km, s.graph_node.iter().copied());
+        place(&mut k.graph_node, to, s.graph_node.iter().copied());
     }
-    let (m, s) = (&mut t.mem_ops, &src.mem_ops);
-    place(
-        &mut m.start,
-        mm,
-        s.start.iter().map(|&x| x.saturating_add(shift)),
-    );
-    place(&mut m.dur, mm, s.dur.iter().copied());
-    place(&mut m.stream, mm, s.stream.iter().map(|&x| x + b.stream));
-    place(&mut m.kernel, mm, s.kernel.iter().map(|&x| x + b.kernel));
-    place(&mut m.bytes, mm, s.bytes.iter().copied());
-    place(&mut m.stage, mm, s.stage.iter().map(|&x| plus(x, b.stage)));
-    let (r, s) = (&mut t.ranges, &src.ranges);
-    place(
-        &mut r.start,
-        rm,
-        s.start.iter().map(|&x| x.saturating_add(shift)),
-    );
-    place(&mut r.dur, rm, s.dur.iter().copied());
-    place(&mut r.stage, rm, s.stage.iter().map(|&x| x + b.stage));
-    place(&mut r.depth, rm, s.depth.iter().copied());
-    place(&mut r.tid, rm, s.tid.iter().copied());
 }
 
-/// Rank `p`'s tables, lanes and counters appended to the merged run.
-fn append_rank(run: &mut Run, r: &RankRun, p: usize, shift: u64, maps: &PositionMaps) {
-    let b = bases_before(run);
-    let (km, mm, rm) = (&maps.kernels[p], &maps.mem_ops[p], &maps.ranges[p]);
+/// One rank's memcpys, memsets and ranges into their merged positions.
+fn copy_mem_ops_and_ranges(
+    t: &mut Timeline,
+    src: &Timeline,
+    (shift, b): (u64, &Bases),
+    maps: &RankMaps<'_>,
+) {
+    let (m, s, to) = (&mut t.mem_ops, &src.mem_ops, maps.mem_ops);
+    place(
+        &mut m.start,
+        to,
+        s.start.iter().map(|&x| x.saturating_add(shift)),
+    );
+    place(&mut m.dur, to, s.dur.iter().copied());
+    place(&mut m.stream, to, s.stream.iter().map(|&x| x + b.stream));
+    place(&mut m.kernel, to, s.kernel.iter().map(|&x| x + b.kernel));
+    place(&mut m.bytes, to, s.bytes.iter().copied());
+    place(&mut m.stage, to, s.stage.iter().map(|&x| b.stage(x)));
+    // A range's stage was checked when the run loaded.
+    let (r, s, to) = (&mut t.ranges, &src.ranges, maps.ranges);
+    place(
+        &mut r.start,
+        to,
+        s.start.iter().map(|&x| x.saturating_add(shift)),
+    );
+    place(&mut r.dur, to, s.dur.iter().copied());
+    place(&mut r.stage, to, s.stage.iter().map(|&x| x + b.stage));
+    place(&mut r.depth, to, s.depth.iter().copied());
+    place(&mut r.tid, to, s.tid.iter().copied());
+}
+
+/// One rank's tables, lanes and counters appended to the merged run.
+fn append_rank(run: &mut Run, r: &RankRun, (shift, b): (u64, &Bases), maps: &RankMaps<'_>) {
     let moved = |map: &[u32], items: &[u32]| -> Vec<u32> {
         items.iter().map(|&i| map[i as usize]).collect()
     };
@@ -292,50 +359,35 @@ fn append_rank(run: &mut Run, r: &RankRun, p: usize, shift: u64, maps: &Position
         }));
     for stage in &r.run.stages {
         let mut s = stage.clone();
-        s.instances = moved(rm, &s.instances);
+        s.instances = moved(maps.ranges, &s.instances);
         s.color = stage_slot(&run.stages, &s.name);
         run.stages.push(s);
     }
     for (i, parent) in r.run.range_parent.iter().enumerate() {
-        run.range_parent[rm[i] as usize] = parent.map(|q| rm[q as usize]);
+        run.range_parent[maps.ranges[i] as usize] = parent.map(|q| maps.ranges[q as usize]);
     }
-    let streams = b.stream..b.stream + r.run.timeline.streams.len() as u32;
     run.ranks.push(RankPart {
         rank: r.rank,
-        streams: streams.clone(),
+        streams: b.stream..b.stream + r.run.timeline.streams.len() as u32,
     });
     let tl = &run.timeline;
     for lane in &r.run.lanes {
         let label = format!("Rank {} · {}", r.rank, bare_label(&lane.label));
-        let next = match lane.kind {
-            LaneKind::Stages { depth } => {
-                let items = moved(rm, &lane.items);
-                Lane::new(
-                    LaneKind::Stages { depth },
-                    label,
-                    items,
-                    &tl.ranges.start,
-                    &tl.ranges.dur,
-                )
+        let (items, (start, dur)) = match lane.kind {
+            LaneKind::Stages { .. } => (maps.ranges, (&tl.ranges.start, &tl.ranges.dur)),
+            LaneKind::Stream(_) => (maps.kernels, (&tl.kernels.start, &tl.kernels.dur)),
+            LaneKind::MemOps => (maps.mem_ops, (&tl.mem_ops.start, &tl.mem_ops.dur)),
+            LaneKind::Counter(c) => {
+                run.lanes.push(Lane::counter(c + b.counter, label));
+                continue;
             }
-            LaneKind::Stream(s) => {
-                let items = moved(km, &lane.items);
-                let kind = LaneKind::Stream(s + b.stream);
-                Lane::new(kind, label, items, &tl.kernels.start, &tl.kernels.dur)
-            }
-            LaneKind::MemOps => {
-                let items = moved(mm, &lane.items);
-                Lane::new(
-                    LaneKind::MemOps,
-                    label,
-                    items,
-                    &tl.mem_ops.start,
-                    &tl.mem_ops.dur,
-                )
-            }
-            LaneKind::Counter(c) => Lane::counter(c + b.counter, label),
         };
-        run.lanes.push(next);
+        let kind = match lane.kind {
+            LaneKind::Stream(s) => LaneKind::Stream(s + b.stream),
+            other => other,
+        };
+        let items = moved(items, &lane.items);
+        run.lanes.push(Lane::new(kind, label, items, start, dur));
     }
     run.counters.extend(r.run.counters.iter().map(|c| Counter {
         t: c.t.iter().map(|&x| x + shift as f64).collect(),
@@ -345,21 +397,10 @@ fn append_rank(run: &mut Run, r: &RankRun, p: usize, shift: u64, maps: &Position
 
 /// The palette slot of stage `name` among the stages merged so far: that of the first stage
 /// of the same name, else the next slot not taken.
-fn stage_slot(stages: &[crate::model::StageInfo], name: &str) -> u32 {
+fn stage_slot(stages: &[StageInfo], name: &str) -> u32 {
     match stages.iter().find(|s| s.name == name) {
         Some(s) => s.color,
         None => stages.iter().map(|s| s.color + 1).max().unwrap_or(0),
-    }
-}
-
-/// The table offsets of the next rank: what the merged run holds so far.
-fn bases_before(run: &Run) -> Bases {
-    Bases {
-        kernel: run.kernels.len() as u32,
-        stage: run.stages.len() as u32,
-        stream: run.ranks.last().map_or(0, |p| p.streams.end),
-        launch: 0,
-        counter: run.counters.len(),
     }
 }
 

@@ -171,7 +171,7 @@ let wasm_bindgen = (function(exports) {
         /**
          * Shows another rank of the same multi-rank run beside the ones shown (`site_id` is its
          * site id, `<run>/ranks/<r>`): its lanes below theirs, on one time axis. Returns how the
-         * clocks were aligned. Fails, changing nothing, when either run is not a rank or the rank
+         * clocks were aligned. Fails, changing nothing, when either run is not a rank or its rank
          * is already shown under another id.
          * @param {string} site_id
          * @param {string} bundle

@@ -15,7 +15,7 @@ use llmprof_viewer::hit::{counter_at, hit};
 use llmprof_viewer::lanes::{Geometry, LaneKind, Layout};
 use llmprof_viewer::model::{Run, Target};
 use llmprof_viewer::range::range_stats;
-use llmprof_viewer::ranks::{merge, RankRun};
+use llmprof_viewer::ranks::{merge, Merged, RankRun};
 use llmprof_viewer::scene::{self, Align, Overlay, Painter};
 use llmprof_viewer::search::search;
 use llmprof_viewer::viewport::Viewport;
@@ -486,14 +486,21 @@ fn ops_of(run: &Run, shift: u64) -> Ops {
     (kernels, ranges)
 }
 
+/// The two ranks merged, once per test binary, with the ranks and the run's bundle.
+fn merged_two() -> &'static (llmprof_bundle::Bundle, Vec<RankRun>, Merged) {
+    static CELL: OnceLock<(llmprof_bundle::Bundle, Vec<RankRun>, Merged)> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let (top, ranks) = two_ranks();
+        let m = merge(&ranks).unwrap();
+        (top, ranks, m)
+    })
+}
+
 /// Two ranks side by side: every op and range of each, on the clock the multi-rank ingest
-/// aligned them with, each rank's lanes below the other's, and the merged run as usable as
-/// one rank's (sorted columns, lanes that find their items, per-GPU busy).
+/// aligned them with, in start order.
 #[test]
 fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
-    let (top, ranks) = two_ranks();
-    let m = merge(&ranks).unwrap();
-    let run = &m.run;
+    let (top, ranks, m) = merged_two();
     // The offset between the ranks is the one ingest recorded for the run (rank 0's clock).
     let entries = &top.ranks.as_ref().unwrap().ranks;
     let on_rank0 =
@@ -512,29 +519,41 @@ fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
     }
     kernels.sort();
     ranges.sort();
-    let (got_k, got_r) = ops_of(run, 0);
+    let (got_k, got_r) = ops_of(&m.run, 0);
     assert_eq!(got_k, kernels);
     assert_eq!(got_r, ranges);
     // Columns in start order, as a timeline must be.
     let sorted = |s: &[u64]| s.windows(2).all(|w| w[0] <= w[1]);
-    let t = &run.timeline;
+    let t = &m.run.timeline;
     assert!(sorted(&t.kernels.start) && sorted(&t.mem_ops.start) && sorted(&t.ranges.start));
-    // Lanes: rank 0's, then rank 1's, each named by its rank; each lane finds its items.
+    // A stage's instances are in start order, and a range's parent is one level up on its
+    // rank's thread.
+    for s in &m.run.stages {
+        assert!(s
+            .instances
+            .windows(2)
+            .all(|w| t.ranges.start[w[0] as usize] <= t.ranges.start[w[1] as usize]));
+    }
+    for (i, p) in m.run.range_parent.iter().enumerate() {
+        if let Some(p) = p {
+            assert_eq!(t.ranges.depth[*p as usize] + 1, t.ranges.depth[i]);
+            assert_eq!(t.ranges.tid[*p as usize], t.ranges.tid[i]);
+        }
+    }
+}
+
+/// Each rank's lanes below the other's, named by its rank, each finding its own items; a
+/// stage the same colour on every rank.
+#[test]
+fn each_rank_has_its_lanes_under_its_name() {
+    let (_, ranks, m) = merged_two();
+    let run = &m.run;
     let labels: Vec<&str> = run.lanes.iter().map(|l| l.label.as_str()).collect();
     let per_rank = ranks[0].run.lanes.len();
     assert_eq!(labels.len(), per_rank + ranks[1].run.lanes.len());
-    assert!(
-        labels[..per_rank]
-            .iter()
-            .all(|l| l.starts_with("Rank 0 · ")),
-        "{labels:?}"
-    );
-    assert!(
-        labels[per_rank..]
-            .iter()
-            .all(|l| l.starts_with("Rank 1 · ")),
-        "{labels:?}"
-    );
+    let named = |ls: &[&str], r: u32| ls.iter().all(|l| l.starts_with(&format!("Rank {r} · ")));
+    assert!(named(&labels[..per_rank], 0), "{labels:?}");
+    assert!(named(&labels[per_rank..], 1), "{labels:?}");
     for (li, lane) in run.lanes.iter().enumerate() {
         for &i in lane.items.iter().step_by(97) {
             let target = match lane.kind {
@@ -546,9 +565,30 @@ fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
             assert_eq!(scene::lane_of(run, target), Some(li), "{}", lane.label);
         }
     }
-    // Each rank's kernels read in the merge as they do alone (stage instance and its offset,
-    // grid and block, graph, category, Nsight Compute), besides their rank and start.
+    let decode: Vec<u32> = run
+        .stages
+        .iter()
+        .filter(|s| s.name == "decode")
+        .map(|s| s.color)
+        .collect();
+    assert_eq!(decode.len(), 2);
+    assert_eq!(decode[0], decode[1]);
+}
+
+/// Each rank's kernels read in the merge as they do alone (stage instance and its offset,
+/// grid and block, graph, category, Nsight Compute), besides their rank and start; a range's
+/// GPU busy is each GPU's own, summed, over two GPUs.
+#[test]
+fn kernels_read_alike_and_busy_is_per_gpu() {
+    let (_, ranks, m) = merged_two();
+    let (run, t) = (&m.run, &m.run.timeline);
     let k = &t.kernels;
+    let lines = |run: &Run, i: usize| -> Vec<(String, String)> {
+        llmprof_viewer::details::describe(run, Target::Kernel(i as u32))
+            .into_iter()
+            .filter(|(k, _)| k != "Rank" && k != "Start")
+            .collect()
+    };
     for (r, &shift) in ranks.iter().zip(&m.shift) {
         let own = &r.run.timeline.kernels;
         for i in (0..own.start.len()).step_by(53) {
@@ -562,12 +602,6 @@ fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
                     row.rank == Some(r.rank) && &row.name == name && k.dur[j] == own.dur[i]
                 })
                 .expect("the kernel is in the merge");
-            let lines = |run: &Run, i: usize| -> Vec<(String, String)> {
-                llmprof_viewer::details::describe(run, Target::Kernel(i as u32))
-                    .into_iter()
-                    .filter(|(k, _)| k != "Rank" && k != "Start")
-                    .collect()
-            };
             assert_eq!(
                 lines(run, at),
                 lines(&r.run, i),
@@ -576,13 +610,11 @@ fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
             );
         }
     }
-    // A rank-1 kernel says whose it is.
-    let k1 = (0..t.kernels.start.len() as u32)
-        .find(|&i| run.kernels[t.kernels.kernel[i as usize] as usize].rank == Some(1))
+    let k1 = (0..k.start.len())
+        .find(|&i| run.kernels[k.kernel[i] as usize].rank == Some(1))
         .unwrap();
-    let lines = llmprof_viewer::details::describe(run, Target::Kernel(k1));
-    assert_eq!(lines[0], ("Rank".to_string(), "1".to_string()));
-    // GPU busy over the whole merged run: each GPU's own busy, summed, over two GPUs.
+    let said = llmprof_viewer::details::describe(run, Target::Kernel(k1 as u32));
+    assert_eq!(said[0], ("Rank".to_string(), "1".to_string()));
     let st = range_stats(run, 0, t.end_ns);
     assert_eq!(st.gpus, 2);
     let alone: u64 = ranks
@@ -590,32 +622,7 @@ fn two_ranks_side_by_side_keep_every_record_on_one_clock() {
         .map(|r| range_stats(&r.run, 0, r.run.timeline.end_ns).busy_ns)
         .sum();
     assert_eq!(st.busy_ns, alone);
-    assert_eq!(
-        st.ops as usize,
-        t.kernels.start.len() + t.mem_ops.start.len()
-    );
-    // A stage looks the same on every rank.
-    let decode: Vec<u32> = run
-        .stages
-        .iter()
-        .filter(|s| s.name == "decode")
-        .map(|s| s.color)
-        .collect();
-    assert_eq!(decode.len(), 2);
-    assert_eq!(decode[0], decode[1]);
-    // A stage's instances are its ranges, and a range's parent is one level up on its rank.
-    for s in &run.stages {
-        assert!(s
-            .instances
-            .windows(2)
-            .all(|w| t.ranges.start[w[0] as usize] <= t.ranges.start[w[1] as usize]));
-    }
-    for (i, p) in run.range_parent.iter().enumerate() {
-        if let Some(p) = p {
-            assert_eq!(t.ranges.depth[*p as usize] + 1, t.ranges.depth[i]);
-            assert_eq!(t.ranges.tid[*p as usize], t.ranges.tid[i]);
-        }
-    }
+    assert_eq!(st.ops as usize, k.start.len() + t.mem_ops.start.len());
 }
 
 #[test]

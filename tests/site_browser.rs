@@ -280,3 +280,107 @@ fn a_link_shows_two_ranks_side_by_side_on_the_timeline() {
     let _ = load(&browser, &url, Some(&png));
     assert!(png.is_file(), "no screenshot");
 }
+
+/// A site built with `--chunk-above 2000` publishes the sample run (20,505 kernels) in chunks:
+/// the timeline opens on the overview (a hover over a stream says what its buckets hold),
+/// a link to a narrow window loads that window's chunks, and its range table is the one the
+/// run loaded whole shows for the same window. The screenshot is `target/tmp/chunked.png`.
+#[test]
+fn a_chunked_timeline_opens_on_its_overview_and_loads_a_window_like_the_whole_run() {
+    use llmprof_viewer::lanes::{Geometry, LaneKind, Layout};
+    let (Some(browser), Some(node)) = (chromium(), crate::viewer_browser::node_with_playwright())
+    else {
+        assert!(
+            std::env::var_os("LLMPROF_REQUIRE_BROWSER").is_none(),
+            "chromium, node or playwright-core is missing but LLMPROF_REQUIRE_BROWSER is set"
+        );
+        eprintln!("chunked timeline test did not run: needs chromium, node and `npm ci --prefix tests/browser`");
+        return;
+    };
+    let (dir, runs, whole_site) = build_sample_site();
+    let chunked_site = dir.path().join("chunked");
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        chunked_site.as_os_str(),
+        "--chunk-above".as_ref(),
+        "2000".as_ref(),
+    ] as [&std::ffi::OsStr; 8]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let id = "20261121-235636-sample";
+    let run_dir = whole_site.join("runs").join(id);
+    assert!(
+        chunked_site
+            .join(format!("runs/{id}/timeline-chunks/0.js"))
+            .is_file()
+            && !run_dir.join("timeline-chunks").exists(),
+        "only the chunked build cuts the timeline"
+    );
+    let bundle = std::fs::read_to_string(run_dir.join("bundle.json")).unwrap();
+    let timeline = std::fs::read_to_string(run_dir.join("timeline.json")).unwrap();
+    let run = llmprof_viewer::model::Run::from_json(&bundle, &timeline).unwrap();
+    let layout = Layout::new(&run.lanes, Geometry::for_lanes(&run.lanes));
+    let stream = run
+        .lanes
+        .iter()
+        .position(|l| matches!(l.kind, LaneKind::Stream(_)))
+        .unwrap();
+    let (top, h) = layout.rows[stream];
+    // A window of a hundredth of the run, in its middle.
+    let end = run.timeline.end_ns;
+    let (a, b) = (end / 2, end / 2 + end / 100);
+    let config = serde_json::json!({
+        "chromium": browser,
+        "chunked": format!("file://{}/timeline.html#run={id}", chunked_site.display()),
+        "whole": format!("file://{}/timeline.html", whole_site.display()),
+        "hash": format!("run={id}&t={a}-{b}"),
+        "stream_y": top + h / 2.0,
+        "screenshot": Path::new(env!("CARGO_TARGET_TMPDIR")).join("chunked.png"),
+    });
+    let cfg = dir.path().join("chunks-test.json");
+    std::fs::write(&cfg, config.to_string()).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/chunks.mjs");
+    let o = Command::new(node).arg(&script).arg(&cfg).output().unwrap();
+    assert!(
+        o.status.success(),
+        "chunks.mjs failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = |k: &str| out[k].as_str().unwrap_or_default().to_string();
+    assert_eq!(out["errors"], serde_json::json!([]), "console errors");
+    assert_eq!(s("state"), "ready", "{}", s("summary"));
+    let n = llmprof_viewer::fmt::thousands(run.timeline.kernels.start.len() as u64);
+    assert!(
+        s("summary").contains(&format!("{n} kernels")),
+        "{}",
+        s("summary")
+    );
+    assert!(
+        s("overview").contains(&format!("overview of {n} kernels"))
+            && s("overview").contains("at most 2,000 kernels"),
+        "{}",
+        s("overview")
+    );
+    let tip = s("tooltip");
+    assert!(
+        tip.contains("Overview") && tip.contains("Kernels starting") && tip.contains("GPU busy"),
+        "{tip}"
+    );
+    assert!(
+        s("loaded").contains(&format!(" of {n} kernels loaded")),
+        "{}",
+        s("loaded")
+    );
+    assert_eq!(out["window_chunked"], out["window_whole"]);
+    assert!(s("whole_chunks").is_empty(), "the whole run is not chunked");
+    let (mine, theirs) = (s("range_chunked"), s("range_whole"));
+    assert!(theirs.contains("\"rows\":[["), "{theirs}");
+    assert_eq!(
+        mine, theirs,
+        "the window's range table differs from the whole run's"
+    );
+}

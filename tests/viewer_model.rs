@@ -652,3 +652,70 @@ fn a_rank_twice_or_no_rank_is_refused() {
         ranks[0].run.timeline.kernels.start
     );
 }
+
+/// The fixture's timeline cut into chunks of 700 kernels with a load budget of 3,000: the
+/// overview holds every kernel's time and count, and a window's loaded chunks give the same
+/// range table as the run loaded whole, whatever window.
+#[test]
+fn a_chunked_timeline_loads_windows_that_read_as_the_whole_run() {
+    use llmprof_bundle::ChunkedTimeline;
+    let (b, t) = fixture_json();
+    let whole = Run::from_json(b, t).unwrap();
+    let (head, chunks) = ChunkedTimeline::split(Timeline::from_json(t).unwrap(), 700, 4096, 3000);
+    assert_eq!(
+        chunks.len(),
+        whole.timeline.kernels.start.len().div_ceil(700)
+    );
+    let mut run = Run::from_chunked_json(b, &serde_json::to_string(&head).unwrap()).unwrap();
+    let k = &whole.timeline.kernels;
+    // Each stream's overview adds up to its kernels' count and time.
+    for (si, _) in whole.timeline.streams.iter().enumerate() {
+        let mine = (0..k.start.len()).filter(|&i| k.stream[i] as usize == si);
+        let (n, busy) = mine.fold((0u64, 0u64), |(n, d), i| (n + 1, d + k.dur[i]));
+        let c = run.chunked.as_ref().unwrap();
+        match c.bucket(si as u32, 0.0, f64::MAX) {
+            Some(bk) => {
+                assert_eq!(bk.kernels, n, "stream {si}");
+                let span = bk.span.1 - bk.span.0;
+                assert!((bk.busy - (busy as f64 / span as f64).min(1.0)).abs() < 1e-9);
+            }
+            None => assert_eq!(n, 0, "stream {si} has kernels but no overview"),
+        }
+    }
+    // Whole-run view: too many kernels, the overview is drawn and nothing is wanted.
+    let end = whole.timeline.end_ns as f64;
+    assert!(run.overview_for(0.0, end).is_some());
+    assert_eq!(run.chunked.as_ref().unwrap().wanted(0.0, end), None);
+    // Windows across the run: each loads, and reads as the whole run does.
+    for w in 0..8 {
+        let t0 = end * w as f64 / 8.0;
+        let t1 = t0 + end / 200.0;
+        let c = run.chunked.as_mut().unwrap();
+        let want = c.wanted(t0, t1).expect("a 1/200 window fits the budget");
+        for i in c.missing(&want) {
+            c.add(i, &chunks[i]).unwrap();
+        }
+        let kernels = c.assemble(want).unwrap();
+        run.set_kernels(kernels).unwrap();
+        assert!(
+            run.overview_for(t0, t1).is_none(),
+            "window {w} is not covered"
+        );
+        let (a, z) = (t0 as u64, t1 as u64);
+        let (mine, theirs) = (range_stats(&run, a, z), range_stats(&whole, a, z));
+        assert_eq!(mine.ops, theirs.ops, "window {w}");
+        assert_eq!(mine.busy_pct(), theirs.busy_pct(), "window {w}");
+        assert_eq!(mine.rows, theirs.rows, "window {w}");
+        // Each loaded kernel is the whole run's kernel at its position.
+        let mine = &run.timeline.kernels;
+        for i in 0..mine.start.len() as u32 {
+            let g = run.global_kernel(i) as usize;
+            assert_eq!(run.local_kernel(g as u64), Some(i));
+            let (a, b) = (i as usize, g);
+            assert_eq!(
+                (mine.start[a], mine.dur[a], mine.kernel[a], mine.range[a]),
+                (k.start[b], k.dur[b], k.kernel[b], k.range[b])
+            );
+        }
+    }
+}

@@ -298,6 +298,12 @@ pub struct SiteBuildArgs {
     /// Output directory of the site.
     #[arg(long, value_name = "DIR", default_value = "site")]
     pub out: PathBuf,
+    /// Publish timelines with more kernels than this in chunks by time: the timeline page then
+    /// draws an overview of each stream and loads only the kernels a window shows, at most
+    /// this many at once. Smaller timelines load whole.
+    #[arg(long, value_name = "KERNELS", default_value_t = llmprof_site::CHUNK_ABOVE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub chunk_above: u64,
 }
 
 /// Token counts and peaks: what analysis needs that the traces may not say.

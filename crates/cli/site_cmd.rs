@@ -20,6 +20,7 @@ pub fn build(args: SiteBuildArgs) -> Result<()> {
     let opts = BuildOptions {
         runs_dir: args.runs,
         out_dir: args.out,
+        chunk_above: args.chunk_above,
     };
     let report = llmprof_site::build(&opts, &mut |step| {
         if let Some(pb) = &bar {

@@ -162,6 +162,7 @@ use serde::{Deserialize, Serialize};
 
 mod analysis;
 mod capture;
+pub mod chunks;
 pub mod names;
 mod ranks;
 mod samples;
@@ -181,6 +182,7 @@ pub use capture::{
     MemoryRecord, NvmlSeries, Overhead, PassRecord, StageCi, StageEnergy, StageMemory,
     StageTimings, SubStageTiming, Window,
 };
+pub use chunks::{ChunkInfo, ChunkedTimeline, Overview, OverviewLane};
 pub use ranks::{
     Collective, CommWindow, Communication, RankCapture, RankEntry, RankSet, StageSkew,
 };

@@ -16,6 +16,7 @@
 //!   `<out>/.llmprof-site-cache.json`).
 
 mod assets;
+mod chunked;
 mod markdown;
 mod pages;
 
@@ -27,6 +28,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 
 use llmprof_bundle::{Bundle, BUNDLE_FILE, TIMELINE_FILE};
+
+pub use chunked::{CHUNK_ABOVE, CHUNK_DIR};
 use serde::{Deserialize, Serialize};
 
 pub use pages::Svg;
@@ -51,6 +54,9 @@ pub enum SiteError {
 pub struct BuildOptions {
     pub runs_dir: PathBuf,
     pub out_dir: PathBuf,
+    /// Timelines with more kernels than this are published in chunks by time, and the viewer
+    /// loads at most this many kernels at once ([`CHUNK_ABOVE`] by default).
+    pub chunk_above: u64,
 }
 
 /// What a build did.
@@ -145,7 +151,7 @@ pub fn build(
     let mut cache = Cache::default();
     let mut report = BuildReport::default();
     let mut runs: Vec<SiteRun> = Vec::new();
-    for published in publish_all(&found, &opts.out_dir, &old, progress) {
+    for published in publish_all(&found, opts, &old, progress) {
         let Published { skipped, run } = published?;
         report.skipped.extend(skipped);
         let Some((site_run, key, updated)) = run else {
@@ -205,7 +211,7 @@ struct Published {
 /// writes only under its own `runs/<id>/`); the outcomes come back in `found`'s order.
 fn publish_all(
     found: &[PathBuf],
-    out_dir: &Path,
+    opts: &BuildOptions,
     old: &Cache,
     progress: &mut dyn FnMut(Step<'_>),
 ) -> Vec<Result<Published, SiteError>> {
@@ -225,10 +231,7 @@ fn publish_all(
                 let Some(dir) = found.get(i) else {
                     return;
                 };
-                if tx
-                    .send((i, publish_dir(dir, out_dir, old, claims)))
-                    .is_err()
-                {
+                if tx.send((i, publish_dir(dir, opts, old, claims))).is_err() {
                     return;
                 }
             });
@@ -256,7 +259,7 @@ fn publish_all(
 /// id in `claims` (two copies of one run).
 fn publish_dir(
     dir: &Path,
-    out_dir: &Path,
+    opts: &BuildOptions,
     old: &Cache,
     claims: &Mutex<BTreeMap<String, PathBuf>>,
 ) -> Result<Published, SiteError> {
@@ -279,8 +282,9 @@ fn publish_dir(
         id,
         text,
         bundle,
+        chunk_above: opts.chunk_above,
     };
-    let run = publish_run(run, out_dir, old, &mut skipped)?;
+    let run = publish_run(run, &opts.out_dir, old, &mut skipped)?;
     Ok(Published {
         skipped,
         run: Some(run),
@@ -306,6 +310,8 @@ struct RunSource<'a> {
     id: String,
     text: String,
     bundle: Bundle,
+    /// [`BuildOptions::chunk_above`].
+    chunk_above: u64,
 }
 
 /// Publishes one run: its data when its key changed, its page and `report.md` always (written
@@ -318,7 +324,7 @@ fn publish_run(
 ) -> Result<(SiteRun, u64, bool), SiteError> {
     let run_out = out_dir.join("runs").join(&run.id);
     let timeline_src = llmprof_store::timeline_path(run.dir);
-    let key = data_key(&run.text, timeline_src.as_deref());
+    let key = data_key(&run.text, timeline_src.as_deref(), run.chunk_above);
     let current = old.runs.get(&run.id) == Some(&key) && run_out.join(BUNDLE_JS).is_file();
     if !current {
         copy_data(&run, timeline_src.as_deref(), &run_out, skipped)?;
@@ -342,7 +348,7 @@ fn publish_run(
 /// What a run's data files depend on: the bundle text, the timeline file (its size and mtime
 /// stand in for tens of MB of contents), the llmprof version, the data-script format and the
 /// raw-artifact size limit.
-fn data_key(bundle_text: &str, timeline: Option<&Path>) -> u64 {
+fn data_key(bundle_text: &str, timeline: Option<&Path>, chunk_above: u64) -> u64 {
     let stamp = timeline.and_then(|p| fs::metadata(p).ok()).map(|m| {
         let mtime = m
             .modified()
@@ -355,6 +361,7 @@ fn data_key(bundle_text: &str, timeline: Option<&Path>) -> u64 {
     env!("CARGO_PKG_VERSION").hash(&mut h);
     data_script("k", "id", "").hash(&mut h);
     PUBLISH_RAW_MAX.hash(&mut h);
+    chunk_above.hash(&mut h);
     bundle_text.hash(&mut h);
     stamp.hash(&mut h);
     h.finish()
@@ -401,14 +408,12 @@ fn copy_bundle_and_timeline(
             if !plain.is_some_and(|src| link(src, &dst)) {
                 write(&dst, timeline.as_bytes())?;
             }
-            write(
-                &run_out.join(TIMELINE_JS),
-                data_script("timeline", &run.id, timeline).as_bytes(),
-            )?;
+            chunked::write_timeline_scripts(&run.id, timeline, run_out, run.chunk_above)?;
         }
         None => {
             let _ = fs::remove_file(run_out.join(TIMELINE_FILE));
             let _ = fs::remove_file(run_out.join(TIMELINE_JS));
+            let _ = fs::remove_dir_all(run_out.join(chunked::CHUNK_DIR));
         }
     }
     Ok(())
@@ -474,6 +479,7 @@ fn copy_rank_data(
             id: id.clone(),
             text,
             bundle: Bundle::new(id),
+            chunk_above: run.chunk_above,
         };
         let timeline = llmprof_store::timeline_path(&src);
         copy_bundle_and_timeline(&rank, timeline.as_deref(), &out, skipped)?;

@@ -13,6 +13,7 @@
   var searchStatus = document.getElementById("tl-search-status");
   var runSelect = document.getElementById("tl-run");
   var ranksBox = document.getElementById("tl-ranks");
+  var chunkStatus = document.getElementById("tl-chunks");
   var t0 = performance.now();
   var view = null;
   var currentId = "";
@@ -56,18 +57,85 @@
     });
   }
 
-  // A rank's data, loaded only when it is added: `runs/<run>/ranks/<r>/{bundle,timeline}.js`.
+  function runBase(id) {
+    return "runs/" + id.split("/").map(encodeURIComponent).join("/") + "/";
+  }
+
+  // A run's data: `runs/<run>/{bundle,timeline}.js` (a rank's under `ranks/<r>/`, loaded only
+  // when it is added). Returns [bundle, timeline, chunked]: a timeline too large to load
+  // whole is a chunked head, its kernels in `timeline-chunks/<i>.js`.
   function loadData(id) {
-    var base = "runs/" + id.split("/").map(encodeURIComponent).join("/") + "/";
+    var base = runBase(id);
     return Promise.all([window.llmprofViewer.loadScript(base + "bundle.js"), window.llmprofViewer.loadScript(base + "timeline.js")])
       .then(function () {
         var data = window.LLMPROF_DATA || {};
-        var b = data["bundle/" + id], t = data["timeline/" + id];
+        var b = data["bundle/" + id], t = data["timeline/" + id], h = data["timeline-chunked/" + id];
         delete data["bundle/" + id];
         delete data["timeline/" + id];
+        delete data["timeline-chunked/" + id];
+        var chunked = typeof h === "string";
+        if (chunked) t = h;
         if (typeof b !== "string" || typeof t !== "string") throw new Error("the run's data files hold no data for " + id);
-        return [b, t];
+        return [b, t, chunked];
       });
+  }
+
+  // A chunked timeline's kernels: after the view settles, the chunks its window needs are
+  // loaded (their scripts, one after another), handed to the viewer, and drawn.
+  var chunkTimer = 0;
+  var chunkBusy = false;
+  function chunksLater() {
+    if (!view || !view.is_chunked) return;
+    if (chunkTimer) clearTimeout(chunkTimer);
+    chunkTimer = setTimeout(loadChunks, 80);
+  }
+  function loadChunks() {
+    chunkTimer = 0;
+    if (!view || !view.is_chunked || chunkBusy) return;
+    var v = view, id = currentId;
+    var want = Array.prototype.slice.call(v.chunks_wanted());
+    // Where a window's load goes (for the benchmark): scripts, base64 decoding in the viewer,
+    // building the lanes of the loaded kernels and the frame.
+    var stats = window.llmprofTimeline.chunkStats;
+    var done = function () {
+      chunkBusy = false;
+      if (view !== v) return;
+      var t = performance.now();
+      var used = v.use_chunks();
+      stats.assembleMs += performance.now() - t;
+      if (used) {
+        if (searchBox.value) searchStatus.textContent = v.search(searchBox.value);
+        showPinned(v.pinned_details());
+        showRange(v.range_json());
+        redraw();
+      }
+      chunkStatus.textContent = v.chunk_status();
+      window.llmprofTimeline.chunksMs = performance.now();
+      if (Array.prototype.slice.call(v.chunks_wanted()).length) chunksLater();
+    };
+    chunkStatus.textContent = v.chunk_status();
+    if (!want.length) { done(); return; }
+    chunkBusy = true;
+    var data = window.LLMPROF_DATA = window.LLMPROF_DATA || {};
+    want.reduce(function (p, i) {
+      return p.then(function () {
+        if (view !== v) return;
+        var t = performance.now();
+        return window.llmprofViewer.loadScript(runBase(id) + "timeline-chunks/" + i + ".js").then(function () {
+          var key = "chunk/" + id + "/" + i, text = data[key];
+          delete data[key];
+          var t2 = performance.now();
+          stats.scriptMs += t2 - t;
+          if (view === v) v.add_chunk(i, typeof text === "string" ? text : "");
+          stats.decodeMs += performance.now() - t2;
+          stats.chunks += 1;
+          stats.bytes += typeof text === "string" ? text.length : 0;
+        });
+      });
+    }, Promise.resolve()).then(done, function (e) {
+      chunkBusy = false;
+      chunkStatus.textContent = "Cannot load the kernels of this window: " + e.message;
+    });
   }
 
   // Ranks being loaded, by id: the token of the tick that asked for each (an untick while it
@@ -174,6 +242,7 @@
     dirty = false;
     if (!view) return;
     view.render();
+    chunksLater();
     if (hashTimer) clearTimeout(hashTimer);
     hashTimer = setTimeout(writeHash, 250);
   }
@@ -225,7 +294,7 @@
     var sec = document.getElementById("tl-range-section");
     if (!json) { sec.classList.add("hidden"); return; }
     var r = JSON.parse(json);
-    document.getElementById("tl-range-summary").textContent =
+    document.getElementById("tl-range-summary").textContent = r.note ? r.start + " – " + r.end + " (" + r.length + "): " + r.note :
       r.start + " – " + r.end + " (" + r.length + "): " + r.ops + " GPU ops, GPU busy " + r.busy_pct + "%" +
       (r.gpus > 1 ? " (the mean of " + r.gpus + " GPUs)" : "") +
       (r.more ? "; the table lists the 200 longest kernels, " + r.more + " more not shown" : "");
@@ -288,7 +357,10 @@
         if (seq !== loadSeq) return; // a later open() won
         tParse = performance.now();
         if (view) { view.free(); view = null; }
-        view = new wasm_bindgen.TimelineView(canvas, id, bt[0], bt[1], wrap.clientWidth, window.devicePixelRatio || 1);
+        var dpr = window.devicePixelRatio || 1;
+        view = bt[2] ? wasm_bindgen.TimelineView.chunked(canvas, id, bt[0], bt[1], wrap.clientWidth, dpr)
+          : new wasm_bindgen.TimelineView(canvas, id, bt[0], bt[1], wrap.clientWidth, dpr);
+        chunkStatus.textContent = "";
         runSelect.value = id;
         // The ranks a link shows beside this one, each loaded in turn; one that cannot be
         // shown is said, and the others are.
@@ -305,8 +377,12 @@
         // viewer's wasm started: loading the run's scripts, then parsing and indexing in Rust
         // plus the first frame.
         var now = performance.now();
-        window.llmprofTimeline = { view: view, loadMs: now, dataMs: tParse - tData, parseMs: now - tParse };
+        window.llmprofTimeline = {
+          view: view, loadMs: now, dataMs: tParse - tData, parseMs: now - tParse, chunksMs: 0,
+          chunkStats: { chunks: 0, bytes: 0, scriptMs: 0, decodeMs: 0, assembleMs: 0 },
+        };
         document.documentElement.setAttribute("data-viewer", "ready");
+        chunksLater();
       })
       .catch(function (e) {
         status.textContent = "Cannot show the timeline: " + e.message;

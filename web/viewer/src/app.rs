@@ -12,7 +12,7 @@ use crate::compare::{self, Norm, RunSummary};
 use crate::details::describe;
 use crate::fmt;
 use crate::hash::ViewState;
-use crate::hit::{counter_at, hit};
+use crate::hit::{bucket_at, counter_at, hit};
 use crate::lanes::{Geometry, Layout};
 use crate::measure::Measured;
 use crate::model::{Run, Target};
@@ -114,7 +114,7 @@ impl Painter for CanvasPainter<'_> {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct RangeJson {
     start: String,
     end: String,
@@ -126,6 +126,8 @@ struct RangeJson {
     rows: Vec<[String; 4]>,
     /// Kernel names left out of `rows` (the table shows the 200 longest).
     more: usize,
+    /// Why the range has no table (its kernels are not loaded), or `""`.
+    note: String,
 }
 
 /// Rows of the range table shown.
@@ -159,6 +161,8 @@ pub struct TimelineView {
     shift: u64,
     /// How the ranks' clocks were aligned.
     clock: String,
+    /// A link's pinned kernel (position in the whole timeline) whose chunk is not loaded yet.
+    pin_wanted: Option<u64>,
 }
 
 #[wasm_bindgen]
@@ -175,6 +179,127 @@ impl TimelineView {
         dpr: f64,
     ) -> Result<TimelineView, JsError> {
         let run = Run::from_json(bundle, timeline).map_err(|e| JsError::new(&e.0))?;
+        TimelineView::with_run(canvas, site_id, run, css_width, dpr)
+    }
+
+    /// Opens a chunked timeline from its head (`timeline.js` of a run with more kernels than
+    /// the site loads at once): the overview shows until [`TimelineView::use_chunks`] has
+    /// the window's kernels.
+    pub fn chunked(
+        canvas: HtmlCanvasElement,
+        site_id: &str,
+        bundle: &str,
+        head: &str,
+        css_width: f64,
+        dpr: f64,
+    ) -> Result<TimelineView, JsError> {
+        let run = Run::from_chunked_json(bundle, head).map_err(|e| JsError::new(&e.0))?;
+        TimelineView::with_run(canvas, site_id, run, css_width, dpr)
+    }
+
+    /// Whether the run's kernels load in chunks.
+    #[wasm_bindgen(getter)]
+    pub fn is_chunked(&self) -> bool {
+        self.run.chunked.is_some()
+    }
+
+    /// The chunks the window needs that are not decoded yet (load their scripts and pass each
+    /// to [`TimelineView::add_chunk`]); empty when none are, or when the window holds more
+    /// kernels than load at once.
+    pub fn chunks_wanted(&self) -> Vec<u32> {
+        let Some(c) = &self.run.chunked else {
+            return Vec::new();
+        };
+        match c.wanted(self.vp.t0, self.vp.t1) {
+            Some(w) if w != c.loaded => c.missing(&w).into_iter().map(|i| i as u32).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Decodes chunk `i` from the base64 text of its script.
+    pub fn add_chunk(&mut self, i: u32, base64_text: &str) -> Result<(), JsError> {
+        use base64::Engine;
+        let c = self
+            .run
+            .chunked
+            .as_mut()
+            .ok_or_else(|| JsError::new("this timeline is not chunked"))?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(base64_text)
+            .map_err(|e| JsError::new(&format!("kernel chunk {i} is not base64: {e}")))?;
+        c.add(i as usize, &bytes).map_err(|e| JsError::new(&e.0))
+    }
+
+    /// Makes the window's chunks the run's kernels once all are decoded; whether the view
+    /// changed (then draw it again).
+    pub fn use_chunks(&mut self) -> Result<bool, JsError> {
+        let Some(c) = self.run.chunked.as_mut() else {
+            return Ok(false);
+        };
+        let want = match c.wanted(self.vp.t0, self.vp.t1) {
+            Some(w) if w != c.loaded => w,
+            _ => return Ok(false),
+        };
+        let Some(kernels) = c.assemble(want) else {
+            return Ok(false);
+        };
+        let global = match self.pinned {
+            Some(Target::Kernel(i)) => Some(self.run.global_kernel(i)),
+            _ => self.pin_wanted,
+        };
+        // The run's kernels change even if set_kernels refuses them: the pin is re-found.
+        let set = self.run.set_kernels(kernels);
+        let local = global.and_then(|g| self.run.local_kernel(g));
+        self.pin_wanted = global.filter(|_| local.is_none());
+        self.pinned = match (local, self.pinned) {
+            (Some(l), _) => Some(Target::Kernel(l as u32)),
+            (None, Some(Target::Kernel(_))) => None,
+            (None, other) => other,
+        };
+        self.hover = None;
+        if let Some(q) = self.matches.as_ref().map(|m| m.query.clone()) {
+            self.search(&q);
+        }
+        set.map_err(|e| JsError::new(&e.0))?;
+        Ok(true)
+    }
+
+    /// What a chunked timeline shows of its kernels, for the page; `""` for one loaded whole.
+    pub fn chunk_status(&self) -> String {
+        let Some(c) = &self.run.chunked else {
+            return String::new();
+        };
+        let (total, budget) = (fmt::thousands(c.total), fmt::thousands(c.budget));
+        if self.run.overview_for(self.vp.t0, self.vp.t1).is_some() {
+            let wanted = c.wanted(self.vp.t0, self.vp.t1).is_some();
+            return if wanted {
+                format!("Loading the kernels of this window (of {total})…")
+            } else {
+                format!(
+                    "Streams drawn from an overview of {total} kernels: zoom in to a window of at \
+                     most {budget} kernels to load and see each one"
+                )
+            };
+        }
+        let n = self.run.timeline.kernels.start.len() as u64;
+        format!(
+            "{} of {total} kernels loaded (chunks {}–{} of {})",
+            fmt::thousands(n),
+            c.loaded.start + 1,
+            c.loaded.end,
+            c.chunks.len()
+        )
+    }
+}
+
+impl TimelineView {
+    fn with_run(
+        canvas: HtmlCanvasElement,
+        site_id: &str,
+        run: Run,
+        css_width: f64,
+        dpr: f64,
+    ) -> Result<TimelineView, JsError> {
         let ctx = context_2d(&canvas)?;
         let layout = Layout::new(&run.lanes, Geometry::for_lanes(&run.lanes));
         let plot_w = (css_width - layout.geometry.label_w).max(50.0);
@@ -198,11 +323,15 @@ impl TimelineView {
             rank_ids: Vec::new(),
             shift: 0,
             clock: String::new(),
+            pin_wanted: None,
         };
         v.resize(css_width, dpr);
         Ok(v)
     }
+}
 
+#[wasm_bindgen]
+impl TimelineView {
     /// Shows another rank of the same multi-rank run beside the ones shown (`site_id` is its
     /// site id, `<run>/ranks/<r>`): its lanes below theirs, on one time axis. Returns how the
     /// clocks were aligned. Fails, changing nothing, when either run is not a rank or its rank
@@ -217,6 +346,12 @@ impl TimelineView {
             return Ok(self.clock.clone());
         }
         let not_rank = |id: &str| JsError::new(&format!("{id} is not a rank of a multi-rank run"));
+        if self.run.chunked.is_some() {
+            return Err(JsError::new(
+                "ranks are laid side by side only for timelines that load whole; this one is \
+                 chunked (more kernels than the site loads at once)",
+            ));
+        }
         let run = Run::from_json(bundle, timeline).map_err(|e| JsError::new(&e.0))?;
         let rank = run.rank.ok_or_else(|| not_rank(site_id))?;
         let own = match self.ranks.first() {
@@ -308,9 +443,14 @@ impl TimelineView {
     /// One line about the run for the page header.
     pub fn summary(&self) -> String {
         let t = &self.run.timeline;
+        let kernels = self
+            .run
+            .chunked
+            .as_ref()
+            .map_or(t.kernels.start.len() as u64, |c| c.total);
         let mut s = format!(
             "{} kernels, {} memcpy/memset, {} stage instances over {}",
-            fmt::thousands(t.kernels.start.len() as u64),
+            fmt::thousands(kernels),
             fmt::thousands(t.mem_ops.start.len() as u64),
             fmt::thousands(t.ranges.start.len() as u64),
             fmt::duration(t.end_ns as f64)
@@ -366,6 +506,7 @@ impl TimelineView {
         match self.hover {
             Some(t) => serde_json::to_string(&describe(&self.run, t)).unwrap_or_default(),
             None => counter_at(&self.run, &self.layout, &self.vp, x, y, 3.0)
+                .or_else(|| bucket_at(&self.run, &self.layout, &self.vp, x, y))
                 .map(|lines| serde_json::to_string(&lines).unwrap_or_default())
                 .unwrap_or_default(),
         }
@@ -472,6 +613,20 @@ impl TimelineView {
         let Some((a, b)) = self.selection else {
             return String::new();
         };
+        if let Some(c) = self.run.overview_for(a as f64, b as f64) {
+            return serde_json::to_string(&RangeJson {
+                start: fmt::duration(a as f64),
+                end: fmt::duration(b as f64),
+                length: fmt::duration((b - a) as f64),
+                note: format!(
+                    "This range holds kernels that are not loaded: its table needs a range \
+                     inside a window of at most {} kernels (zoom in, then select)",
+                    fmt::thousands(c.budget)
+                ),
+                ..RangeJson::default()
+            })
+            .unwrap_or_default();
+        }
         let st = range_stats(&self.run, a, b);
         let rows =
             st.rows
@@ -502,6 +657,7 @@ impl TimelineView {
             ops: fmt::thousands(st.ops),
             rows,
             more: st.rows.len().saturating_sub(RANGE_ROWS),
+            note: String::new(),
         })
         .unwrap_or_default()
     }
@@ -541,11 +697,18 @@ impl TimelineView {
                     .chain(&self.run.timeline.mem_ops.kernel)
                     .filter(|&&k| m.row.get(k as usize).copied().unwrap_or(false))
                     .count();
-                let s = format!(
+                let mut s = format!(
                     "{} kernel name(s), {} launches match",
                     m.rows_matched,
                     fmt::thousands(calls as u64)
                 );
+                if let Some(c) = &self.run.chunked {
+                    s.push_str(&format!(
+                        " among the {} kernels loaded (of {})",
+                        fmt::thousands(self.run.timeline.kernels.start.len() as u64),
+                        fmt::thousands(c.total)
+                    ));
+                }
                 self.lane_matches = lane_match_counts(&self.run, &m);
                 self.matches = Some(m);
                 s
@@ -561,8 +724,8 @@ impl TimelineView {
     /// The view as a URL hash (without `#`).
     pub fn hash(&self) -> String {
         let pinned = match self.pinned {
-            Some(Target::Kernel(i)) => Some(i),
-            _ => None,
+            Some(Target::Kernel(i)) => u32::try_from(self.run.global_kernel(i)).ok(),
+            _ => self.pin_wanted.and_then(|g| u32::try_from(g).ok()),
         };
         ViewState {
             run: self.site_id.clone(),
@@ -586,10 +749,14 @@ impl TimelineView {
             self.vp.set(a as f64, b as f64);
         }
         self.selection = v.selection;
-        self.pinned = v
-            .pinned
-            .filter(|&k| (k as usize) < self.run.timeline.kernels.start.len())
-            .map(Target::Kernel);
+        // A pin is a position in the whole timeline; in a chunked one whose kernel is not
+        // loaded, it waits for its chunk.
+        let local = v.pinned.and_then(|g| self.run.local_kernel(g as u64));
+        self.pinned = local.map(Target::Kernel);
+        self.pin_wanted = match (&self.run.chunked, local) {
+            (Some(_), None) => v.pinned.map(u64::from),
+            _ => None,
+        };
         let _ = self.search(&v.query);
         v.query
     }

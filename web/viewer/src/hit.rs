@@ -1,5 +1,6 @@
 //! What is under the pointer.
 
+use crate::fmt;
 use crate::lanes::{LaneKind, Layout};
 use crate::lod::SpanIndex;
 use crate::model::{Run, Target};
@@ -52,8 +53,53 @@ pub fn hit(
     if matches!(lane.kind, LaneKind::Counter(_)) {
         return None;
     }
+    // A stream drawn from the overview has no kernel under the pointer, only buckets.
+    if matches!(lane.kind, LaneKind::Stream(_)) && run.overview_for(vp.t0, vp.t1).is_some() {
+        return None;
+    }
     let pos = nearest(&lane.index, vp.t_of(px), tol_px * vp.ns_per_px())?;
     Some((lane_i, run.target(lane, pos as u32)?))
+}
+
+/// What the overview holds under canvas point `(x, y)` on a stream lane drawn from it, as
+/// tooltip lines.
+pub fn bucket_at(
+    run: &Run,
+    layout: &Layout,
+    vp: &Viewport,
+    x: f64,
+    y: f64,
+) -> Option<Vec<(String, String)>> {
+    let px = x - layout.geometry.label_w;
+    let c = run.overview_for(vp.t0, vp.t1)?;
+    let lane = run.lanes.get(layout.lane_at(y)?)?;
+    let LaneKind::Stream(si) = lane.kind else {
+        return None;
+    };
+    if px < 0.0 || px > vp.width {
+        return None;
+    }
+    // Three pixels wide, as hovering a bar allows.
+    let (t0, t1) = (vp.t_of(px - 1.0).max(0.0), vp.t_of(px + 2.0));
+    let b = c.bucket(si, t0, t1)?;
+    let row = b.longest.and_then(|r| run.kernels.get(r as usize));
+    let mut lines = vec![
+        ("Overview".to_string(), lane.label.clone()),
+        (
+            "Time".to_string(),
+            format!(
+                "{} – {}",
+                fmt::duration(b.span.0 as f64),
+                fmt::duration(b.span.1 as f64)
+            ),
+        ),
+        ("Kernels starting".to_string(), fmt::thousands(b.kernels)),
+        ("GPU busy".to_string(), format!("{:.1}%", b.busy * 100.0)),
+    ];
+    if let Some(k) = row {
+        lines.push(("Longest".to_string(), k.display.clone()));
+    }
+    Some(lines)
 }
 
 /// The NVML sample of counter lane `ci` nearest to plot-area `x`, within `tol_px`, as

@@ -25,6 +25,7 @@
 //!
 //! Only `app` (wasm32 only) touches the browser.
 
+pub mod chunks;
 pub mod compare;
 pub mod details;
 pub mod fmt;

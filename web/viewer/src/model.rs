@@ -2,8 +2,11 @@
 //! columns, the lanes with their level-of-detail indexes, and the NVML counters placed on
 //! the timeline's time axis.
 
-use llmprof_bundle::{names, Bundle, Category, Launch, OpKind, Timeline};
+use llmprof_bundle::{
+    names, Bundle, Category, ChunkedTimeline, Launch, OpKind, Timeline, TimelineKernels,
+};
 
+use crate::chunks::Chunked;
 use crate::lanes::{Lane, LaneKind};
 
 /// Why a run cannot be shown.
@@ -80,6 +83,9 @@ pub struct Run {
     /// The ranks laid side by side in this run ([`crate::ranks::merge`]), in lane order;
     /// empty in a run of one.
     pub ranks: Vec<RankPart>,
+    /// A timeline too large to load whole: its chunks and overview; the kernel columns then
+    /// hold the chunks [`Chunked::loaded`].
+    pub chunked: Option<Chunked>,
 }
 
 /// One rank of a run of several: its number and its streams (indexes into the timeline's
@@ -108,6 +114,69 @@ impl Run {
         Run::new(&bundle, timeline)
     }
 
+    /// Parses `bundle.json` and a chunked timeline's head; no kernel is loaded yet.
+    pub fn from_chunked_json(bundle: &str, head: &str) -> Result<Run, LoadError> {
+        let bundle = Bundle::from_json(bundle)
+            .map_err(|e| LoadError(format!("bundle.json does not parse: {e}")))?;
+        let head: ChunkedTimeline = serde_json::from_str(head)
+            .map_err(|e| LoadError(format!("the chunked timeline does not parse: {e}")))?;
+        let chunked = Chunked::new(&head)?;
+        let mut run = Run::new(&bundle, head.timeline)?;
+        run.chunked = Some(chunked);
+        run.lanes = run.build_all_lanes();
+        Ok(run)
+    }
+
+    /// Replaces the kernel columns (a chunked timeline's newly loaded chunks) and rebuilds the
+    /// lanes; on an error nothing changes.
+    pub fn set_kernels(&mut self, kernels: TimelineKernels) -> Result<(), LoadError> {
+        let old = std::mem::replace(&mut self.timeline.kernels, kernels);
+        let checked = check_columns(&self.timeline)
+            .and_then(|()| check_rows(&self.timeline, self.kernels.len() as u32));
+        if let Err(e) = checked {
+            self.timeline.kernels = old;
+            return Err(e);
+        }
+        self.lanes = self.build_all_lanes();
+        Ok(())
+    }
+
+    /// The chunks when `[t0, t1]` holds kernels that are not loaded: the window is then
+    /// drawn from the overview.
+    pub fn overview_for(&self, t0: f64, t1: f64) -> Option<&Chunked> {
+        self.chunked.as_ref().filter(|c| !c.covers(t0, t1))
+    }
+
+    /// The position in the whole timeline of kernel op `i` (of a chunked timeline, `i` is
+    /// a position among the loaded kernels).
+    pub fn global_kernel(&self, i: u32) -> u64 {
+        self.chunked.as_ref().map_or(i as u64, |c| c.global(i))
+    }
+
+    /// Kernel op `global` of the whole timeline among the run's kernels, if it is loaded.
+    pub fn local_kernel(&self, global: u64) -> Option<u32> {
+        let n = self.timeline.kernels.start.len();
+        match &self.chunked {
+            Some(c) => c.local(global, n),
+            None => u32::try_from(global).ok().filter(|&i| (i as usize) < n),
+        }
+    }
+
+    /// Stage, stream, memcpy and counter lanes; a chunked timeline has a lane for each stream
+    /// of its overview, loaded or not.
+    fn build_all_lanes(&self) -> Vec<Lane> {
+        let overview: Vec<bool> = self
+            .chunked
+            .as_ref()
+            .map(|c| c.lanes.iter().map(Option::is_some).collect())
+            .unwrap_or_default();
+        let mut lanes = build_lanes(&self.timeline, self.rank, &overview);
+        for (i, c) in self.counters.iter().enumerate() {
+            lanes.push(Lane::counter(i, format!("{} ({})", c.name, c.unit)));
+        }
+        lanes
+    }
+
     /// Builds the lanes of `timeline`, whose rows refer to `bundle`'s tables.
     pub fn new(bundle: &Bundle, timeline: Timeline) -> Result<Run, LoadError> {
         check_columns(&timeline)?;
@@ -129,19 +198,7 @@ impl Run {
                 rank: None,
             })
             .collect();
-        let n_kernels = kernels.len() as u32;
-        if let Some(bad) = timeline
-            .kernels
-            .kernel
-            .iter()
-            .chain(&timeline.mem_ops.kernel)
-            .find(|&&k| k >= n_kernels)
-        {
-            return Err(LoadError(format!(
-                "timeline.json refers to kernel row {bad}, but bundle.json has {n_kernels} rows \
-                 (the two files are from different runs?)"
-            )));
-        }
+        check_rows(&timeline, kernels.len() as u32)?;
         let mut stages: Vec<StageInfo> = bundle
             .stages
             .iter()
@@ -170,12 +227,8 @@ impl Run {
         }
         let range_parent = range_parents(&timeline);
         let rank = bundle.environment.distributed.as_ref().map(|d| d.rank);
-        let mut lanes = build_lanes(&timeline, rank);
         let (counters, counters_note) = counters(bundle, &timeline);
-        for (i, c) in counters.iter().enumerate() {
-            lanes.push(Lane::counter(i, format!("{} ({})", c.name, c.unit)));
-        }
-        Ok(Run {
+        let mut run = Run {
             title: bundle
                 .label
                 .clone()
@@ -190,12 +243,15 @@ impl Run {
             kernels,
             stages,
             range_parent,
-            lanes,
+            lanes: Vec::new(),
             counters,
             counters_note,
             rank,
             ranks: Vec::new(),
-        })
+            chunked: None,
+        };
+        run.lanes = run.build_all_lanes();
+        Ok(run)
     }
 
     /// The item at `pos` of `lane`.
@@ -294,6 +350,23 @@ pub fn color_of(c: Category) -> &'static str {
     llmprof_report::palette::category(c)
 }
 
+/// Every kernel and memcpy row points into the bundle's `n_kernels` rows.
+fn check_rows(t: &Timeline, n_kernels: u32) -> Result<(), LoadError> {
+    match t
+        .kernels
+        .kernel
+        .iter()
+        .chain(&t.mem_ops.kernel)
+        .find(|&&k| k >= n_kernels)
+    {
+        Some(bad) => Err(LoadError(format!(
+            "timeline.json refers to kernel row {bad}, but bundle.json has {n_kernels} rows \
+             (the two files are from different runs?)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn check_columns(t: &Timeline) -> Result<(), LoadError> {
     let k = &t.kernels;
     let n = k.start.len();
@@ -345,7 +418,7 @@ fn check_columns(t: &Timeline) -> Result<(), LoadError> {
 }
 
 /// The timeline's lanes; a rank's stream lanes say whose they are (`Rank 1 · Stream 7`).
-fn build_lanes(t: &Timeline, rank: Option<u32>) -> Vec<Lane> {
+fn build_lanes(t: &Timeline, rank: Option<u32>, keep: &[bool]) -> Vec<Lane> {
     let prefix = rank.map_or_else(String::new, |r| format!("Rank {r} · "));
     let mut lanes = Vec::new();
     let r = &t.ranges;
@@ -375,7 +448,7 @@ fn build_lanes(t: &Timeline, rank: Option<u32>) -> Vec<Lane> {
         by_stream[st as usize].push(i as u32);
     }
     for (si, (stream, items)) in t.streams.iter().zip(by_stream).enumerate() {
-        if items.is_empty() {
+        if items.is_empty() && !keep.get(si).copied().unwrap_or(false) {
             continue;
         }
         lanes.push(Lane::new(

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::chunks::Chunked;
 use crate::fmt;
 use crate::lanes::{Lane, LaneKind, Layout};
 use crate::lod::Item;
@@ -164,8 +165,11 @@ impl Frame<'_> {
             .add("#f3f4f6", 1.0, [self.plot_x, top, self.vp.width, h]);
         self.batches.flush(p);
         p.clip([self.plot_x, top, self.vp.width, h]);
+        let overview = self.run.overview_for(self.vp.t0, self.vp.t1);
         if let LaneKind::Counter(ci) = lane.kind {
             draw_counter(self.run, ci, self.vp, self.plot_x, top, h, p);
+        } else if let (LaneKind::Stream(si), Some(c)) = (lane.kind, overview) {
+            self.overview_bars(si, c, (top, h), p);
         } else {
             self.bars(li, lane, (top, h), p);
         }
@@ -221,6 +225,31 @@ impl Frame<'_> {
         for (x, w, text) in labels {
             p.text(x, top + h / 2.0, &text, "#1a1a1a", Align::Left, w);
         }
+    }
+
+    /// A stream lane of a chunked timeline whose window is not loaded: one column per pixel
+    /// from the overview's buckets, shaded by how busy they are and coloured by their longest
+    /// kernel, as merged columns are.
+    fn overview_bars(&mut self, si: u32, c: &Chunked, (top, h): (f64, f64), p: &mut dyn Painter) {
+        let vp = self.vp;
+        let mut x = 0.0;
+        while x < vp.width {
+            if let Some(b) = c.bucket(si, vp.t_of(x), vp.t_of(x + 1.0)) {
+                if b.kernels > 0 || b.busy > 0.0 {
+                    let row = b.longest.unwrap_or(u32::MAX) as usize;
+                    let color = self.run.kernels.get(row).map_or("#9c9c9c", |k| k.color);
+                    let matched = self
+                        .ov
+                        .matches
+                        .is_none_or(|m| m.row.get(row).copied().unwrap_or(false));
+                    let alpha = (0.5 + 0.5 * b.busy) * if matched { 1.0 } else { 0.18 };
+                    self.batches
+                        .add(color, alpha, [self.plot_x + x, top + 1.0, 1.0, h - 2.0]);
+                }
+            }
+            x += 1.0;
+        }
+        self.batches.flush(p);
     }
 
     /// Whether any kernel of a merged column (`count` items of lane `li` from `first`)

@@ -158,6 +158,12 @@ let wasm_bindgen = (function(exports) {
      * The interactive kernel timeline of one run.
      */
     class TimelineView {
+        static __wrap(ptr) {
+            const obj = Object.create(TimelineView.prototype);
+            obj.__wbg_ptr = ptr;
+            TimelineViewFinalization.register(obj, obj.__wbg_ptr, obj);
+            return obj;
+        }
         __destroy_into_raw() {
             const ptr = this.__wbg_ptr;
             this.__wbg_ptr = 0;
@@ -167,6 +173,20 @@ let wasm_bindgen = (function(exports) {
         free() {
             const ptr = this.__destroy_into_raw();
             wasm.__wbg_timelineview_free(ptr, 0);
+        }
+        /**
+         * Decodes chunk `i` from the base64 text of its script.
+         * @param {number} i
+         * @param {string} base64_text
+         */
+        add_chunk(i, base64_text) {
+            const val2 = +i;
+            const ptr0 = passStringToWasm0(base64_text, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.timelineview_add_chunk(this.__wbg_ptr, val2, ptr0, len0);
+            if (ret[1]) {
+                throw takeFromExternrefTable0(ret[0]);
+            }
         }
         /**
          * Shows another rank of the same multi-rank run beside the ones shown (`site_id` is its
@@ -235,6 +255,69 @@ let wasm_bindgen = (function(exports) {
         cancel_drag() {
             wasm.timelineview_cancel_drag(this.__wbg_ptr);
         }
+        /**
+         * What a chunked timeline shows of its kernels, for the page; `""` for one loaded whole.
+         * @returns {string}
+         */
+        chunk_status() {
+            let deferred1_0;
+            let deferred1_1;
+            try {
+                const ret = wasm.timelineview_chunk_status(this.__wbg_ptr);
+                deferred1_0 = ret[0];
+                deferred1_1 = ret[1];
+                return getStringFromWasm0(ret[0], ret[1]);
+            } finally {
+                wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+            }
+        }
+        /**
+         * Opens a chunked timeline from its head (`timeline.js` of a run with more kernels than
+         * the site loads at once): the overview shows until [`TimelineView::use_chunks`] has
+         * the window's kernels.
+         * @param {HTMLCanvasElement} canvas
+         * @param {string} site_id
+         * @param {string} bundle
+         * @param {string} head
+         * @param {number} css_width
+         * @param {number} dpr
+         * @returns {TimelineView}
+         */
+        static chunked(canvas, site_id, bundle, head, css_width, dpr) {
+            const val4 = +css_width;
+            const val5 = +dpr;
+            let ptr0, len0, ptr1, len1, ptr2, len2;
+            try {
+                ptr0 = passStringToWasm0(site_id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len0 = WASM_VECTOR_LEN;
+                ptr1 = passStringToWasm0(bundle, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len1 = WASM_VECTOR_LEN;
+                ptr2 = passStringToWasm0(head, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len2 = WASM_VECTOR_LEN;
+            } catch (e) {
+                if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+                if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+                if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+                throw e;
+            }
+            const ret = wasm.timelineview_chunked(canvas, ptr0, len0, ptr1, len1, ptr2, len2, val4, val5);
+            if (ret[2]) {
+                throw takeFromExternrefTable0(ret[1]);
+            }
+            return TimelineView.__wrap(ret[0]);
+        }
+        /**
+         * The chunks the window needs that are not decoded yet (load their scripts and pass each
+         * to [`TimelineView::add_chunk`]); empty when none are, or when the window holds more
+         * kernels than load at once.
+         * @returns {Uint32Array}
+         */
+        chunks_wanted() {
+            const ret = wasm.timelineview_chunks_wanted(this.__wbg_ptr);
+            var v1 = getArrayU32FromWasm0(ret[0], ret[1]).slice();
+            wasm.__wbindgen_free(ret[0], ret[1] * 4, 4);
+            return v1;
+        }
         clear_selection() {
             wasm.timelineview_clear_selection(this.__wbg_ptr);
         }
@@ -298,6 +381,14 @@ let wasm_bindgen = (function(exports) {
             } finally {
                 wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
             }
+        }
+        /**
+         * Whether the run's kernels load in chunks.
+         * @returns {boolean}
+         */
+        get is_chunked() {
+            const ret = wasm.timelineview_is_chunked(this.__wbg_ptr);
+            return ret !== 0;
         }
         /**
          * `[start, end]` (ns) of kernel op `i`, or empty past the end.
@@ -578,6 +669,18 @@ let wasm_bindgen = (function(exports) {
             wasm.timelineview_unpin(this.__wbg_ptr);
         }
         /**
+         * Makes the window's chunks the run's kernels once all are decoded; whether the view
+         * changed (then draw it again).
+         * @returns {boolean}
+         */
+        use_chunks() {
+            const ret = wasm.timelineview_use_chunks(this.__wbg_ptr);
+            if (ret[2]) {
+                throw takeFromExternrefTable0(ret[1]);
+            }
+            return ret[0] !== 0;
+        }
+        /**
          * Wheel at canvas x: zoom (positive `dy` zooms out).
          * @param {number} x
          * @param {number} dy
@@ -784,6 +887,11 @@ let wasm_bindgen = (function(exports) {
         return getFloat64ArrayMemory0().subarray(ptr / 8, ptr / 8 + len);
     }
 
+    function getArrayU32FromWasm0(ptr, len) {
+        ptr = ptr >>> 0;
+        return getUint32ArrayMemory0().subarray(ptr / 4, ptr / 4 + len);
+    }
+
     let cachedDataViewMemory0 = null;
     function getDataViewMemory0() {
         if (cachedDataViewMemory0 === null || cachedDataViewMemory0.buffer.detached === true || (cachedDataViewMemory0.buffer.detached === undefined && cachedDataViewMemory0.buffer !== wasm.memory.buffer)) {
@@ -803,6 +911,14 @@ let wasm_bindgen = (function(exports) {
     function getStringFromWasm0(ptr, len) {
         ptr = ptr >>> 0;
         return decodeText(getUint8ArrayMemory0().subarray(ptr, ptr + len));
+    }
+
+    let cachedUint32ArrayMemory0 = null;
+    function getUint32ArrayMemory0() {
+        if (cachedUint32ArrayMemory0 === null || cachedUint32ArrayMemory0.byteLength === 0) {
+            cachedUint32ArrayMemory0 = new Uint32Array(wasm.memory.buffer);
+        }
+        return cachedUint32ArrayMemory0;
     }
 
     let cachedUint8ArrayMemory0 = null;
@@ -897,6 +1013,7 @@ let wasm_bindgen = (function(exports) {
         wasmModule = module;
         cachedDataViewMemory0 = null;
         cachedFloat64ArrayMemory0 = null;
+        cachedUint32ArrayMemory0 = null;
         cachedUint8ArrayMemory0 = null;
         wasm.__wbindgen_start();
         return wasm;

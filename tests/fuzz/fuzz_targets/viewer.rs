@@ -2,10 +2,16 @@
 //! texts separated by a NUL byte): any bytes give a run the viewer draws, hit-tests and
 //! measures, or a load error, never a panic. The drawing goes to a painter that only counts.
 //! The run is also laid beside a copy of itself as another rank (`ranks::merge`), as the
-//! timeline page lays out ranks side by side, and that merge is drawn and measured too.
+//! timeline page lays out ranks side by side, and that merge is drawn and measured too. And
+//! the timeline is cut into chunks as the site cuts a large one (chunk size and budget from the
+//! input's length): the head must open, a window's chunks must load and give the range table
+//! the whole run gives, and every chunk cut short or altered must be refused or read, never
+//! panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use llmprof_bundle::chunks::decode_chunk;
+use llmprof_bundle::ChunkedTimeline;
 use llmprof_viewer::hit::hit;
 use llmprof_viewer::lanes::{Geometry, Layout};
 use llmprof_viewer::model::Run;
@@ -49,6 +55,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     exercise(&run);
+    chunked(bundle, &run, data.len());
     let twin = RankRun {
         rank: run.rank.unwrap_or(0).wrapping_add(1),
         run: run.clone(),
@@ -78,4 +85,39 @@ fn exercise(run: &Run) {
     }
     let _ = range_stats(run, 0, end);
     let _ = range_stats(run, end / 3, end / 2);
+}
+
+/// The run chunked, opened, a window loaded and checked against the whole run; its chunks
+/// cut and altered.
+fn chunked(bundle: &str, run: &Run, seed: usize) {
+    let budget = (seed % 11) as u64 + 1;
+    let (head, chunks) =
+        ChunkedTimeline::split(run.timeline.clone(), seed % 5 + 1, seed % 64 + 1, budget);
+    let head_json = serde_json::to_string(&head).expect("a head serializes");
+    let mut part = Run::from_chunked_json(bundle, &head_json).expect("a loadable run's head opens");
+    let end = run.timeline.end_ns as f64;
+    let (t0, t1) = (end * 0.4, end * 0.45);
+    let c = part.chunked.as_mut().expect("chunked");
+    if let Some(want) = c.wanted(t0, t1) {
+        for i in c.missing(&want) {
+            c.add(i, &chunks[i]).expect("the site's own chunk decodes");
+        }
+        let kernels = c.assemble(want).expect("every chunk was added");
+        part.set_kernels(kernels).expect("a loadable run's chunks load");
+        let (a, b) = (t0 as u64, t1 as u64);
+        assert!(part.overview_for(t0, t1).is_none(), "a loaded window is covered");
+        let (mine, whole) = (range_stats(&part, a, b), range_stats(run, a, b));
+        assert_eq!((mine.ops, mine.busy_ns, mine.rows), (whole.ops, whole.busy_ns, whole.rows));
+    }
+    exercise(&part);
+    for bytes in chunks.iter().take(3) {
+        for cut in [0, bytes.len() / 2, bytes.len().saturating_sub(1)] {
+            let _ = decode_chunk(&bytes[..cut]);
+        }
+        let mut bent = bytes.clone();
+        if let Some(b) = bent.get_mut(seed % bytes.len().max(1)) {
+            *b = b.wrapping_add(1 + (seed % 255) as u8);
+        }
+        let _ = decode_chunk(&bent);
+    }
 }

@@ -661,7 +661,8 @@ fn a_chunked_timeline_loads_windows_that_read_as_the_whole_run() {
     use llmprof_bundle::ChunkedTimeline;
     let (b, t) = fixture_json();
     let whole = Run::from_json(b, t).unwrap();
-    let (head, chunks) = ChunkedTimeline::split(Timeline::from_json(t).unwrap(), 700, 4096, 3000);
+    let (head, chunks) =
+        ChunkedTimeline::split(Timeline::from_json(t).unwrap(), 700, 4096, 3000).unwrap();
     assert_eq!(
         chunks.len(),
         whole.timeline.kernels.start.len().div_ceil(700)
@@ -695,8 +696,7 @@ fn a_chunked_timeline_loads_windows_that_read_as_the_whole_run() {
         for i in c.missing(&want) {
             c.add(i, &chunks[i]).unwrap();
         }
-        let kernels = c.assemble(want).unwrap();
-        run.set_kernels(kernels).unwrap();
+        assert!(run.load_chunks(want).unwrap());
         assert!(
             run.overview_for(t0, t1).is_none(),
             "window {w} is not covered"

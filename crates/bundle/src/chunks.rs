@@ -92,14 +92,16 @@ impl std::fmt::Display for ChunkError {
 impl std::error::Error for ChunkError {}
 
 impl ChunkedTimeline {
-    /// Cuts `timeline` (kernels sorted by start) into chunks of at most `per_chunk` kernels and
-    /// an overview of at most `buckets` buckets; returns the head and each chunk's bytes.
+    /// Cuts `timeline` into chunks of at most `per_chunk` kernels and an overview of at most
+    /// `buckets` buckets; returns the head and each chunk's bytes. Refuses kernel columns of
+    /// different lengths, a stream past `streams` and kernels out of start order.
     pub fn split(
         mut timeline: Timeline,
         per_chunk: usize,
         buckets: usize,
         load_budget: u64,
-    ) -> (ChunkedTimeline, Vec<Vec<u8>>) {
+    ) -> Result<(ChunkedTimeline, Vec<Vec<u8>>), ChunkError> {
+        check_kernels(&timeline.kernels, timeline.streams.len())?;
         let k = std::mem::take(&mut timeline.kernels);
         let n = k.start.len();
         let overview = overview(&k, timeline.streams.len(), timeline.end_ns, buckets);
@@ -134,8 +136,34 @@ impl ChunkedTimeline {
             long_positions: long,
             timeline,
         };
-        (head, bytes)
+        Ok((head, bytes))
     }
+}
+
+/// Kernel columns of one length (the optional ones empty or of that length), streams inside
+/// `streams`, starts in order: what [`ChunkedTimeline::split`] and a loaded chunk need.
+pub fn check_kernels(k: &TimelineKernels, streams: usize) -> Result<(), ChunkError> {
+    let n = k.start.len();
+    let opt_ok = |c: &[Option<u32>]| c.is_empty() || c.len() == n;
+    let lengths = k.dur.len() == n
+        && k.stream.len() == n
+        && k.kernel.len() == n
+        && k.stage.len() == n
+        && [&k.launch, &k.range, &k.graph, &k.graph_node]
+            .iter()
+            .all(|c| opt_ok(c));
+    if !lengths {
+        return Err(ChunkError(
+            "the kernel columns have different lengths".into(),
+        ));
+    }
+    if k.stream.iter().any(|&s| s as usize >= streams) {
+        return Err(ChunkError("a kernel's stream is past `streams`".into()));
+    }
+    if k.start.windows(2).any(|w| w[0] > w[1]) {
+        return Err(ChunkError("the kernels are not sorted by start".into()));
+    }
+    Ok(())
 }
 
 /// Positions (ascending) of the kernels that end after the start of the chunk after next, at
@@ -233,9 +261,9 @@ impl LaneSums {
         if b0 == b1 {
             self.edge_ns[b0] = self.edge_ns[b0].saturating_add(dur);
         } else {
-            let b0_end = (b0 as u64 + 1) * bucket_ns;
-            self.edge_ns[b0] = self.edge_ns[b0].saturating_add(b0_end - start);
-            let b1_start = b1 as u64 * bucket_ns;
+            let b0_end = (b0 as u64 + 1).saturating_mul(bucket_ns);
+            self.edge_ns[b0] = self.edge_ns[b0].saturating_add(b0_end.saturating_sub(start));
+            let b1_start = (b1 as u64).saturating_mul(bucket_ns);
             self.edge_ns[b1] = self.edge_ns[b1].saturating_add(end.saturating_sub(b1_start));
             self.cover[b0 + 1] += 1;
             self.cover[b1] -= 1;
@@ -258,7 +286,7 @@ impl LaneSums {
             covering += self.cover[b];
             let full = (covering.max(0) as u64).saturating_mul(bucket_ns);
             busy_ns.push(self.edge_ns[b].saturating_add(full));
-            let bucket_start = b as u64 * bucket_ns;
+            let bucket_start = (b as u64).saturating_mul(bucket_ns);
             let through = running.filter(|&(end, _)| end > bucket_start).map(|r| r.1);
             longest.push(self.longest[b].map(|(_, row)| row).or(through));
             if let Some(l) = self.latest[b] {
@@ -276,7 +304,8 @@ impl LaneSums {
     }
 }
 
-/// The kernels `rows` of `k` as chunk bytes (see the module docs).
+/// The kernels `rows` of `k` (sorted by start, as [`ChunkedTimeline::split`] checks) as chunk
+/// bytes (see the module docs).
 pub fn encode_chunk(k: &TimelineKernels, rows: std::ops::Range<usize>) -> Vec<u8> {
     let n = rows.len();
     let base = rows.clone().next().map_or(0, |i| k.start[i]);
@@ -295,7 +324,11 @@ pub fn encode_chunk(k: &TimelineKernels, rows: std::ops::Range<usize>) -> Vec<u8
         })
     };
     let columns = [
-        Some(rows.clone().map(|i| k.start[i] - base).collect()),
+        Some(
+            rows.clone()
+                .map(|i| k.start[i].saturating_sub(base))
+                .collect(),
+        ),
         plain(&k.dur),
         small(&k.stream),
         small(&k.kernel),
@@ -519,7 +552,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let (head, chunks) = ChunkedTimeline::split(timeline, 2, 10, 1000);
+        let (head, chunks) = ChunkedTimeline::split(timeline, 2, 10, 1000).unwrap();
         assert_eq!(head.overview.bucket_ns, 10);
         let lane = &head.overview.lanes[0];
         assert_eq!(
@@ -549,6 +582,32 @@ mod tests {
     }
 
     #[test]
+    fn a_timeline_that_breaks_the_columns_rules_is_refused() {
+        let good = Timeline {
+            streams: vec![7],
+            kernels: TimelineKernels {
+                start: vec![5, 1],
+                dur: vec![1, 1],
+                stream: vec![0, 0],
+                kernel: vec![0, 0],
+                stage: vec![None, None],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let err = |t: Timeline| ChunkedTimeline::split(t, 2, 4, 10).unwrap_err().0;
+        assert!(err(good.clone()).contains("not sorted"));
+        let mut t = good.clone();
+        t.kernels.start = vec![1, 5];
+        t.kernels.dur.pop();
+        assert!(err(t).contains("different lengths"));
+        let mut t = good;
+        t.kernels.start = vec![1, 5];
+        t.kernels.stream[1] = 1;
+        assert!(err(t).contains("past `streams`"));
+    }
+
+    #[test]
     fn a_kernel_running_past_the_chunk_after_next_is_kept_in_the_head() {
         // Ten kernels 10 ns apart, chunks of 2; kernel 1 runs to the end.
         let n = 10u64;
@@ -567,7 +626,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let (head, _) = ChunkedTimeline::split(timeline.clone(), 2, 10, 100);
+        let (head, _) = ChunkedTimeline::split(timeline.clone(), 2, 10, 100).unwrap();
         assert_eq!(head.long_positions, [1]);
         assert_eq!(
             (head.long.start.clone(), head.long.kernel.clone()),
@@ -578,7 +637,7 @@ mod tests {
             "chunk 0's reach leaves its long kernel out"
         );
         // With no room for it in the budget, it stays an ordinary kernel.
-        let (head, _) = ChunkedTimeline::split(timeline, 2, 10, 1);
+        let (head, _) = ChunkedTimeline::split(timeline, 2, 10, 1).unwrap();
         assert!(head.long_positions.is_empty());
         assert_eq!(head.chunks[0].end_ns, 210);
     }

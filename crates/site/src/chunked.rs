@@ -43,9 +43,14 @@ pub(crate) fn write_timeline_scripts(
     }
     let large = text.len() as u64 / 10 > chunk_above;
     let timeline = large.then(|| Timeline::from_json(text).ok()).flatten();
-    match timeline.filter(|t| t.kernels.start.len() as u64 > chunk_above) {
-        Some(t) => write_chunked(id, t, run_out, chunk_above),
-        // A timeline that does not parse is published as it is: the viewer says what is wrong.
+    let per_chunk = PER_CHUNK.min((chunk_above / 8).max(1) as usize);
+    let split = timeline
+        .filter(|t| t.kernels.start.len() as u64 > chunk_above)
+        .and_then(|t| ChunkedTimeline::split(t, per_chunk, BUCKETS, chunk_above).ok());
+    match split {
+        Some((head, chunks)) => write_chunked(id, &head, &chunks, run_out),
+        // A timeline that does not parse, or whose columns are inconsistent, is published as
+        // it is: the viewer says what is wrong with it.
         None => write(
             &run_out.join(TIMELINE_JS),
             data_script("timeline", id, text).as_bytes(),
@@ -55,19 +60,17 @@ pub(crate) fn write_timeline_scripts(
 
 fn write_chunked(
     id: &str,
-    timeline: Timeline,
+    head: &ChunkedTimeline,
+    chunks: &[Vec<u8>],
     run_out: &Path,
-    budget: u64,
 ) -> Result<(), SiteError> {
-    let per_chunk = PER_CHUNK.min((budget / 8).max(1) as usize);
-    let (head, chunks) = ChunkedTimeline::split(timeline, per_chunk, BUCKETS, budget);
     let dir = run_out.join(CHUNK_DIR);
     for (i, bytes) in chunks.iter().enumerate() {
         let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
         let script = data_script("chunk", &format!("{id}/{i}"), &b64);
         write(&dir.join(format!("{i}.js")), script.as_bytes())?;
     }
-    let head = serde_json::to_string(&head).map_err(|e| SiteError::Render {
+    let head = serde_json::to_string(head).map_err(|e| SiteError::Render {
         what: format!("the chunked timeline of {id}"),
         message: e.to_string(),
     })?;

@@ -16,6 +16,8 @@
   var chunkStatus = document.getElementById("tl-chunks");
   var t0 = performance.now();
   var view = null;
+  // The site id of the run `view` shows (`currentId` moves to a run being opened first).
+  var viewId = "";
   var currentId = "";
   var loadSeq = 0;
   var dirty = false;
@@ -92,16 +94,23 @@
   function loadChunks() {
     chunkTimer = 0;
     if (!view || !view.is_chunked || chunkBusy) return;
-    var v = view, id = currentId;
+    var v = view, id = viewId;
     var want = Array.prototype.slice.call(v.chunks_wanted());
     // Where a window's load goes (for the benchmark): scripts, base64 decoding in the viewer,
     // building the lanes of the loaded kernels and the frame.
     var stats = window.llmprofTimeline.chunkStats;
+    var failed = function (e) {
+      chunkBusy = false;
+      if (view !== v) { chunksLater(); return; }
+      chunkStatus.textContent = "Cannot load the kernels of this window: " + (e && e.message ? e.message : e);
+    };
     var done = function () {
       chunkBusy = false;
-      if (view !== v) return;
+      // Another run was opened meanwhile: its own load may have waited for this one.
+      if (view !== v) { chunksLater(); return; }
       var t = performance.now();
-      var used = v.use_chunks();
+      var used;
+      try { used = v.use_chunks(); } catch (e) { failed(e); return; }
       stats.assembleMs += performance.now() - t;
       if (used) {
         if (searchBox.value) searchStatus.textContent = v.search(searchBox.value);
@@ -132,10 +141,7 @@
           stats.bytes += typeof text === "string" ? text.length : 0;
         });
       });
-    }, Promise.resolve()).then(done, function (e) {
-      chunkBusy = false;
-      chunkStatus.textContent = "Cannot load the kernels of this window: " + e.message;
-    });
+    }, Promise.resolve()).then(done, failed);
   }
 
   // Ranks being loaded, by id: the token of the tick that asked for each (an untick while it
@@ -360,6 +366,7 @@
         var dpr = window.devicePixelRatio || 1;
         view = bt[2] ? wasm_bindgen.TimelineView.chunked(canvas, id, bt[0], bt[1], wrap.clientWidth, dpr)
           : new wasm_bindgen.TimelineView(canvas, id, bt[0], bt[1], wrap.clientWidth, dpr);
+        viewId = id;
         chunkStatus.textContent = "";
         runSelect.value = id;
         // The ranks a link shows beside this one, each loaded in turn; one that cannot be

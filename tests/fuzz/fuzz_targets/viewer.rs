@@ -92,22 +92,27 @@ fn exercise(run: &Run) {
 fn chunked(bundle: &str, run: &Run, seed: usize) {
     let budget = (seed % 11) as u64 + 1;
     let (head, chunks) =
-        ChunkedTimeline::split(run.timeline.clone(), seed % 5 + 1, seed % 64 + 1, budget);
+        ChunkedTimeline::split(run.timeline.clone(), seed % 5 + 1, seed % 64 + 1, budget)
+            .expect("a loadable run's timeline splits");
     let head_json = serde_json::to_string(&head).expect("a head serializes");
     let mut part = Run::from_chunked_json(bundle, &head_json).expect("a loadable run's head opens");
     let end = run.timeline.end_ns as f64;
-    let (t0, t1) = (end * 0.4, end * 0.45);
-    let c = part.chunked.as_mut().expect("chunked");
-    if let Some(want) = c.wanted(t0, t1) {
+    // A window inside the run, and one at its end (past the last chunk's start).
+    for (t0, t1) in [(end * 0.4, end * 0.45), (end * 0.98, end * 1.3 + 1.0)] {
+        let c = part.chunked.as_mut().expect("chunked");
+        let Some(want) = c.wanted(t0, t1) else {
+            continue;
+        };
         for i in c.missing(&want) {
             c.add(i, &chunks[i]).expect("the site's own chunk decodes");
         }
-        let kernels = c.assemble(want).expect("every chunk was added");
-        part.set_kernels(kernels).expect("a loadable run's chunks load");
+        let changed = part.load_chunks(want).expect("a loadable run's chunks load");
+        assert!(changed || part.chunked.as_ref().is_some_and(|c| c.covers(t0, t1)));
         let (a, b) = (t0 as u64, t1 as u64);
         assert!(part.overview_for(t0, t1).is_none(), "a loaded window is covered");
         let (mine, whole) = (range_stats(&part, a, b), range_stats(run, a, b));
         assert_eq!((mine.ops, mine.busy_ns, mine.rows), (whole.ops, whole.busy_ns, whole.rows));
+        exercise(&part);
     }
     exercise(&part);
     for bytes in chunks.iter().take(3) {

@@ -231,28 +231,27 @@ impl TimelineView {
     }
 
     /// Makes the window's chunks the run's kernels once all are decoded; whether the view
-    /// changed (then draw it again).
+    /// changed (then draw it again). A chunk the run refuses is an error, and nothing changes.
     pub fn use_chunks(&mut self) -> Result<bool, JsError> {
-        let Some(c) = self.run.chunked.as_mut() else {
+        let Some(c) = &self.run.chunked else {
             return Ok(false);
         };
         let want = match c.wanted(self.vp.t0, self.vp.t1) {
             Some(w) if w != c.loaded => w,
             _ => return Ok(false),
         };
-        let Some(kernels) = c.assemble(want) else {
-            return Ok(false);
-        };
+        // The pin as a position in the whole timeline, read before the columns change.
         let global = match self.pinned {
             Some(Target::Kernel(i)) => Some(self.run.global_kernel(i)),
             _ => self.pin_wanted,
         };
-        // The run's kernels change even if set_kernels refuses them: the pin is re-found.
-        let set = self.run.set_kernels(kernels);
+        if !self.run.load_chunks(want).map_err(|e| JsError::new(&e.0))? {
+            return Ok(false);
+        }
         let local = global.and_then(|g| self.run.local_kernel(g));
         self.pin_wanted = global.filter(|_| local.is_none());
         self.pinned = match (local, self.pinned) {
-            (Some(l), _) => Some(Target::Kernel(l as u32)),
+            (Some(l), _) => Some(Target::Kernel(l)),
             (None, Some(Target::Kernel(_))) => None,
             (None, other) => other,
         };
@@ -260,7 +259,9 @@ impl TimelineView {
         if let Some(q) = self.matches.as_ref().map(|m| m.query.clone()) {
             self.search(&q);
         }
-        set.map_err(|e| JsError::new(&e.0))?;
+        // Every stream of the overview has its lane, so the layout stays; rebuilt all the same.
+        self.layout = Layout::new(&self.run.lanes, Geometry::for_lanes(&self.run.lanes));
+        self.resize(self.css_width, self.dpr);
         Ok(true)
     }
 

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use llmprof_bundle::chunks::decode_chunk;
+use llmprof_bundle::chunks::{check_kernels, decode_chunk};
 use llmprof_bundle::{ChunkInfo, ChunkedTimeline, TimelineKernels};
 
 use crate::model::LoadError;
@@ -85,13 +85,25 @@ impl Chunked {
                 head.kernels
             )));
         }
+        let streams = head.timeline.streams.len();
+        check_kernels(&head.long, streams).map_err(|e| bad(&format!("long kernels: {e}")))?;
+        // Each long kernel starts inside the chunk its position is in.
+        let in_its_chunk = |(&p, &start): (&u64, &u64)| {
+            let c = head.chunks.partition_point(|c| c.first <= p).checked_sub(1);
+            c.and_then(|c| head.chunks.get(c))
+                .is_some_and(|c| c.start_ns <= start && start <= c.last_start_ns)
+        };
         let long_ok = head.long.start.len() == head.long_positions.len()
             && head.long_positions.windows(2).all(|w| w[0] < w[1])
-            && head.long_positions.last().is_none_or(|&p| p < head.kernels);
+            && head.long_positions.last().is_none_or(|&p| p < head.kernels)
+            && head
+                .long_positions
+                .iter()
+                .zip(&head.long.start)
+                .all(in_its_chunk);
         if !long_ok {
             return Err(bad("long kernels do not match their positions"));
         }
-        let streams = head.timeline.streams.len();
         let mut lanes: Vec<Option<OverviewLane>> = vec![None; streams];
         for l in &head.overview.lanes {
             let n = l.count.len();
@@ -102,6 +114,16 @@ impl Chunked {
                 .get_mut(l.stream as usize)
                 .ok_or_else(|| bad("overview names a stream past `streams`"))?;
             *slot = Some(OverviewLane::new(l));
+        }
+        if head
+            .long
+            .stream
+            .iter()
+            .any(|&s| lanes[s as usize].is_none())
+        {
+            return Err(bad(
+                "long kernels run on a stream the overview does not have",
+            ));
         }
         Ok(Chunked {
             chunks: head.chunks.clone(),
@@ -175,44 +197,83 @@ impl Chunked {
             .ok_or_else(|| LoadError(format!("no kernel chunk {i} in this timeline")))?;
         let k = decode_chunk(bytes).map_err(|e| LoadError(format!("kernel chunk {i}: {e}")))?;
         let n = k.start.len();
+        let other = |what: &str| {
+            LoadError(format!(
+                "kernel chunk {i} holds other kernels than the timeline lists ({what}; a file \
+                 from another build?)"
+            ))
+        };
         if n != info.count as usize
             || k.start.first() != Some(&info.start_ns)
             || k.start.last() != Some(&info.last_start_ns)
         {
-            return Err(LoadError(format!(
-                "kernel chunk {i} holds other kernels than the timeline lists (a file from \
-                 another build?)"
-            )));
+            return Err(other("its count or first and last start differ"));
+        }
+        if k.stream
+            .iter()
+            .any(|&s| self.lanes.get(s as usize).is_none_or(Option::is_none))
+        {
+            return Err(other("a kernel on a stream the overview does not have"));
+        }
+        // Only the long kernels may run past the chunk's end: the window logic relies on it.
+        let past_end = (0..n).any(|j| {
+            let end = k.start[j].saturating_add(k.dur[j]);
+            let g = info.first + j as u64;
+            end > info.end_ns && self.long_positions.binary_search(&g).is_err()
+        });
+        if past_end {
+            return Err(other("a kernel ends after the chunk's end"));
         }
         self.cache.insert(i, k);
         Ok(())
     }
 
-    /// The kernel columns of chunks `want`, once all are decoded (`None` before); they
-    /// become the loaded chunks, and decoded chunks outside `want` are dropped.
-    pub fn assemble(&mut self, want: Range<usize>) -> Option<TimelineKernels> {
+    /// The kernel columns of chunks `want`, once all are decoded (`None` before), and what
+    /// [`Chunked::commit`] makes of them the loaded chunks once the run took the columns.
+    /// Decoded chunks outside `want` are dropped.
+    pub fn assemble(&mut self, want: Range<usize>) -> Option<(TimelineKernels, Loading)> {
         if !self.missing(&want).is_empty() {
             return None;
         }
         self.cache.retain(|i, _| want.contains(i));
-        self.loaded = want.clone();
-        // Long kernels of earlier chunks that reach into the span the loaded chunks complete.
-        let lo = self.complete().0;
-        let before = self.long_positions.partition_point(|&p| p < self.offset());
+        // Long kernels of earlier chunks that reach into the span these chunks complete.
+        let lo = match want.start.checked_sub(1) {
+            Some(p) => self.reach[p] as f64,
+            None => f64::NEG_INFINITY,
+        };
+        let first = self.first_of(want.start);
+        let before = self.long_positions.partition_point(|&p| p < first);
         let rows: Vec<usize> = (0..before)
             .filter(|&i| (self.long.start[i].saturating_add(self.long.dur[i]) as f64) > lo)
             .collect();
-        self.prepended = rows.iter().map(|&i| self.long_positions[i]).collect();
+        let prepended = rows.iter().map(|&i| self.long_positions[i]).collect();
         let front = rows_of(&self.long, &rows);
         let parts: Vec<&TimelineKernels> = std::iter::once(&front)
-            .chain(want.filter_map(|i| self.cache.get(&i)))
+            .chain(want.clone().filter_map(|i| self.cache.get(&i)))
             .collect();
-        Some(concat(&parts))
+        Some((
+            concat(&parts),
+            Loading {
+                chunks: want,
+                prepended,
+            },
+        ))
+    }
+
+    /// Makes `loading` the loaded chunks (after the run took their columns).
+    pub fn commit(&mut self, loading: Loading) {
+        self.loaded = loading.chunks;
+        self.prepended = loading.prepended;
+    }
+
+    /// Position in the whole timeline of chunk `c`'s first kernel (the total past the last).
+    fn first_of(&self, c: usize) -> u64 {
+        self.chunks.get(c).map_or(self.total, |c| c.first)
     }
 
     /// Position of the first loaded chunk's first kernel in the whole timeline.
     fn offset(&self) -> u64 {
-        self.chunks.get(self.loaded.start).map_or(0, |c| c.first)
+        self.first_of(self.loaded.start)
     }
 
     /// The position in the whole timeline of kernel `local` of the run's columns.
@@ -250,9 +311,19 @@ impl Chunked {
             kernels: lane.count[b] - lane.count[a],
             busy: busy.min(1.0),
             longest: lane.longest[a..b].iter().find_map(|l| *l),
-            span: (a as u64 * self.bucket_ns, b as u64 * self.bucket_ns),
+            span: (
+                (a as u64).saturating_mul(self.bucket_ns),
+                (b as u64).saturating_mul(self.bucket_ns),
+            ),
         })
     }
+}
+
+/// Chunks [`Chunked::assemble`] put together, not yet the loaded ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loading {
+    chunks: Range<usize>,
+    prepended: Vec<u64>,
 }
 
 impl OverviewLane {
@@ -358,7 +429,7 @@ mod tests {
             },
             ..Default::default()
         };
-        ChunkedTimeline::split(t, 10, 100, 30)
+        ChunkedTimeline::split(t, 10, 100, 30).unwrap()
     }
 
     #[test]
@@ -382,7 +453,8 @@ mod tests {
         for i in c.missing(&(1..3)) {
             c.add(i, &bytes[i]).unwrap();
         }
-        let k = c.assemble(1..3).unwrap();
+        let (k, loading) = c.assemble(1..3).unwrap();
+        c.commit(loading);
         assert_eq!(k.start.len(), 20);
         assert_eq!(k.start[0], 100);
         assert_eq!((c.global(0), c.global(19)), (10, 29));
@@ -415,14 +487,15 @@ mod tests {
             },
             ..Default::default()
         };
-        let (mut head, bytes) = ChunkedTimeline::split(t, 10, 100, 30);
+        let (mut head, bytes) = ChunkedTimeline::split(t, 10, 100, 30).unwrap();
         let mut c = Chunked::new(&head).unwrap();
         let want = c.wanted(500.0, 600.0).unwrap();
         assert_eq!(want, 4..7, "chunk 0 is not needed for its long kernel");
         for i in c.missing(&want) {
             c.add(i, &bytes[i]).unwrap();
         }
-        let k = c.assemble(want).unwrap();
+        let (k, loading) = c.assemble(want).unwrap();
+        c.commit(loading);
         assert_eq!(k.start.len(), 31);
         assert_eq!(
             (k.start[0], k.dur[0]),
@@ -435,6 +508,67 @@ mod tests {
         assert!(c.covers(500.0, 600.0));
         head.long_positions = vec![500];
         assert!(Chunked::new(&head).is_err());
+    }
+
+    #[test]
+    fn a_long_kernel_reaches_a_window_past_the_last_chunk() {
+        let n = 100u64;
+        let mut dur = vec![5; n as usize];
+        dur[3] = 100_000;
+        let t = Timeline {
+            end_ns: 100_010,
+            streams: vec![7],
+            kernels: TimelineKernels {
+                start: (0..n).map(|i| i * 10).collect(),
+                dur,
+                stream: vec![0; n as usize],
+                kernel: vec![0; n as usize],
+                stage: vec![None; n as usize],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (head, _) = ChunkedTimeline::split(t, 10, 100, 30).unwrap();
+        let mut c = Chunked::new(&head).unwrap();
+        let want = c.wanted(50_000.0, 60_000.0).unwrap();
+        assert_eq!(want, 10..10);
+        let (k, loading) = c.assemble(want).unwrap();
+        c.commit(loading);
+        assert_eq!((k.start.clone(), k.dur.clone()), (vec![30], vec![100_000]));
+        assert_eq!((c.global(0), c.local(3, 1)), (3, Some(0)));
+        assert!(c.covers(50_000.0, 60_000.0));
+    }
+
+    #[test]
+    fn a_chunk_or_head_that_breaks_the_window_rules_is_refused() {
+        let (head, bytes) = split();
+        let mut c = Chunked::new(&head).unwrap();
+        // A kernel running past its chunk's end without being a long kernel.
+        let mut bad = head.clone();
+        bad.chunks[2].end_ns = 200;
+        let mut c2 = Chunked::new(&bad).unwrap();
+        assert!(c2.add(2, &bytes[2]).unwrap_err().0.contains("ends after"));
+        // A long kernel whose columns are short, or outside its chunk.
+        let mut bad = head.clone();
+        bad.long_positions = vec![15];
+        bad.long.start = vec![150];
+        assert!(Chunked::new(&bad).unwrap_err().0.contains("long kernels"));
+        bad.long.dur = vec![1];
+        bad.long.stream = vec![0];
+        bad.long.kernel = vec![0];
+        bad.long.stage = vec![None];
+        assert!(Chunked::new(&bad).is_ok());
+        bad.long.start = vec![300];
+        assert!(
+            Chunked::new(&bad).is_err(),
+            "a long kernel outside its chunk"
+        );
+        // A huge bucket width saturates instead of overflowing.
+        let mut bad = head;
+        bad.overview.bucket_ns = 1 << 63;
+        let c3 = Chunked::new(&bad).unwrap();
+        assert!(c3.bucket(0, 9.3e18, 9.4e18).is_some());
+        assert!(c.add(1, &bytes[1]).is_ok());
     }
 
     #[test]

@@ -141,6 +141,22 @@ impl Run {
         Ok(())
     }
 
+    /// Makes the decoded chunks `want` the run's kernels; whether it did (not before every
+    /// chunk of `want` is decoded). On an error nothing changes.
+    pub fn load_chunks(&mut self, want: std::ops::Range<usize>) -> Result<bool, LoadError> {
+        let Some(c) = self.chunked.as_mut() else {
+            return Ok(false);
+        };
+        let Some((kernels, loading)) = c.assemble(want) else {
+            return Ok(false);
+        };
+        self.set_kernels(kernels)?;
+        if let Some(c) = self.chunked.as_mut() {
+            c.commit(loading);
+        }
+        Ok(true)
+    }
+
     /// The chunks when `[t0, t1]` holds kernels that are not loaded: the window is then
     /// drawn from the overview.
     pub fn overview_for(&self, t0: f64, t1: f64) -> Option<&Chunked> {

@@ -670,7 +670,7 @@ let wasm_bindgen = (function(exports) {
         }
         /**
          * Makes the window's chunks the run's kernels once all are decoded; whether the view
-         * changed (then draw it again).
+         * changed (then draw it again). A chunk the run refuses is an error, and nothing changes.
          * @returns {boolean}
          */
         use_chunks() {

@@ -12,7 +12,7 @@ use llmprof_bundle::{ChunkedTimeline, Timeline};
 use crate::{data_script, write, SiteError, TIMELINE_JS};
 
 /// Timelines with more kernels than this are chunked by default; the viewer then loads at most
-/// this many kernels at once (a million load in about 1.4 s, the README's benchmark).
+/// this many kernels at once (a million load whole in about a second, the README's benchmark).
 pub const CHUNK_ABOVE: u64 = 1_000_000;
 
 /// Kernels per chunk: about 1 MB of script each; fewer under a small load budget, so a window

@@ -469,3 +469,61 @@ fn the_pages_workflow_builds_the_site_from_runs() {
         .join("index.html")
         .is_file());
 }
+
+/// `--chunk-above` cuts a timeline of more kernels into chunks, and leaves whole a timeline
+/// whose kernel columns it cannot cut (here, two kernels out of start order): that one is
+/// published as JSON, for the viewer to name the problem.
+#[test]
+fn chunk_above_cuts_large_timelines_and_leaves_broken_ones_whole() {
+    let (dir, runs, _site) = build_sample();
+    let id = "20261121-235636-sample";
+    let site = dir.path().join("chunked");
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+        "--chunk-above".as_ref(),
+        "1000".as_ref(),
+    ] as [&std::ffi::OsStr; 8]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run_out = site.join("runs").join(id);
+    let head = read(&run_out.join("timeline.js"));
+    assert!(
+        head.contains(&format!("[\"timeline-chunked/{id}\"]")),
+        "not chunked"
+    );
+    let chunks = std::fs::read_dir(run_out.join("timeline-chunks"))
+        .unwrap()
+        .count();
+    // 20,505 kernels in chunks of 1000 / 8 = 125.
+    assert_eq!(chunks, 20_505usize.div_ceil(125));
+    // The same run with two kernels swapped in time.
+    let src = runs.join(id).join("timeline.json");
+    let mut t: serde_json::Value = serde_json::from_str(&read(&src)).unwrap();
+    let start = t["kernels"]["start"].as_array_mut().unwrap();
+    start.swap(10, 11_000);
+    std::fs::write(&src, t.to_string()).unwrap();
+    let o = llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+        "--chunk-above".as_ref(),
+        "1000".as_ref(),
+    ] as [&std::ffi::OsStr; 8]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plain = read(&run_out.join("timeline.js"));
+    assert!(
+        plain.contains(&format!("[\"timeline/{id}\"]")),
+        "a broken timeline was chunked"
+    );
+    assert!(
+        !run_out.join("timeline-chunks").exists(),
+        "stale chunks left behind"
+    );
+}

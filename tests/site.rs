@@ -478,16 +478,7 @@ fn chunk_above_cuts_large_timelines_and_leaves_broken_ones_whole() {
     let (dir, runs, _site) = build_sample();
     let id = "20261121-235636-sample";
     let site = dir.path().join("chunked");
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-        "--chunk-above".as_ref(),
-        "1000".as_ref(),
-    ] as [&std::ffi::OsStr; 8]);
+    let o = site_build_chunked(&runs, &site, 1000);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let run_out = site.join("runs").join(id);
     let head = read(&run_out.join("timeline.js"));
@@ -506,16 +497,7 @@ fn chunk_above_cuts_large_timelines_and_leaves_broken_ones_whole() {
     let start = t["kernels"]["start"].as_array_mut().unwrap();
     start.swap(10, 11_000);
     std::fs::write(&src, t.to_string()).unwrap();
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-        "--chunk-above".as_ref(),
-        "1000".as_ref(),
-    ] as [&std::ffi::OsStr; 8]);
+    let o = site_build_chunked(&runs, &site, 1000);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let plain = read(&run_out.join("timeline.js"));
     assert!(

@@ -299,16 +299,7 @@ fn a_chunked_timeline_opens_on_its_overview_and_loads_a_window_like_the_whole_ru
     };
     let (dir, runs, whole_site) = build_sample_site();
     let chunked_site = dir.path().join("chunked");
-    let o = llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        chunked_site.as_os_str(),
-        "--chunk-above".as_ref(),
-        "2000".as_ref(),
-    ] as [&std::ffi::OsStr; 8]);
+    let o = site_build_chunked(&runs, &chunked_site, 2000);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let id = "20261121-235636-sample";
     let run_dir = whole_site.join("runs").join(id);

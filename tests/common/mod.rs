@@ -74,6 +74,21 @@ pub fn site_build(runs: &Path, site: &Path) -> Output {
     ] as [&std::ffi::OsStr; 6])
 }
 
+/// `llmprof site build --runs RUNS --out SITE --chunk-above N`.
+pub fn site_build_chunked(runs: &Path, site: &Path, chunk_above: u64) -> Output {
+    let n = chunk_above.to_string();
+    llmprof([
+        "site".as_ref(),
+        "build".as_ref(),
+        "--runs".as_ref(),
+        runs.as_os_str(),
+        "--out".as_ref(),
+        site.as_os_str(),
+        "--chunk-above".as_ref(),
+        n.as_ref(),
+    ] as [&std::ffi::OsStr; 8])
+}
+
 /// Ingests the H200 fixtures into `runs/` (one nsys+kineto+ncu run with token counts, one
 /// nsys-only run) and builds the site into `site/`; returns (tempdir, runs, site).
 pub fn build_sample_site() -> (tempfile::TempDir, PathBuf, PathBuf) {

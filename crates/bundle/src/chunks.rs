@@ -132,7 +132,7 @@ impl ChunkedTimeline {
             kernels: n as u64,
             load_budget,
             overview,
-            long: gather(&k, &long),
+            long: k.rows(long.iter().map(|&p| p as usize)),
             long_positions: long,
             timeline,
         };
@@ -182,29 +182,6 @@ fn long_kernels(k: &TimelineKernels, per_chunk: usize, cap: usize) -> Vec<u64> {
         long.sort_unstable();
     }
     long.into_iter().map(|i| i as u64).collect()
-}
-
-/// The rows `positions` of `k`, every column.
-fn gather(k: &TimelineKernels, positions: &[u64]) -> TimelineKernels {
-    let rows = || positions.iter().map(|&p| p as usize);
-    let opt = |col: &[Option<u32>]| {
-        if col.len() == k.start.len() {
-            rows().map(|i| col[i]).collect()
-        } else {
-            Vec::new()
-        }
-    };
-    TimelineKernels {
-        start: rows().map(|i| k.start[i]).collect(),
-        dur: rows().map(|i| k.dur[i]).collect(),
-        stream: rows().map(|i| k.stream[i]).collect(),
-        kernel: rows().map(|i| k.kernel[i]).collect(),
-        stage: opt(&k.stage),
-        launch: opt(&k.launch),
-        range: opt(&k.range),
-        graph: opt(&k.graph),
-        graph_node: opt(&k.graph_node),
-    }
 }
 
 /// Buckets of equal width over `[0, end_ns]`, at most `buckets` of them.

@@ -111,6 +111,31 @@ pub struct TimelineKernels {
     pub graph_node: Vec<Option<u32>>,
 }
 
+impl TimelineKernels {
+    /// The kernels at `rows` (positions in these columns), every column this has.
+    pub fn rows(&self, rows: impl Iterator<Item = usize> + Clone) -> TimelineKernels {
+        let n = self.start.len();
+        let opt = |col: &[Option<u32>]| -> Vec<Option<u32>> {
+            if col.len() == n {
+                rows.clone().map(|i| col[i]).collect()
+            } else {
+                Vec::new()
+            }
+        };
+        TimelineKernels {
+            start: rows.clone().map(|i| self.start[i]).collect(),
+            dur: rows.clone().map(|i| self.dur[i]).collect(),
+            stream: rows.clone().map(|i| self.stream[i]).collect(),
+            kernel: rows.clone().map(|i| self.kernel[i]).collect(),
+            stage: opt(&self.stage),
+            launch: opt(&self.launch),
+            range: opt(&self.range),
+            graph: opt(&self.graph),
+            graph_node: opt(&self.graph_node),
+        }
+    }
+}
+
 /// Memcpys and memsets, sorted by start.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimelineMemOps {

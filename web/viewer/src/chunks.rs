@@ -247,7 +247,7 @@ impl Chunked {
             .filter(|&i| (self.long.start[i].saturating_add(self.long.dur[i]) as f64) > lo)
             .collect();
         let prepended = rows.iter().map(|&i| self.long_positions[i]).collect();
-        let front = rows_of(&self.long, &rows);
+        let front = self.long.rows(rows.iter().copied());
         let parts: Vec<&TimelineKernels> = std::iter::once(&front)
             .chain(want.clone().filter_map(|i| self.cache.get(&i)))
             .collect();
@@ -345,28 +345,6 @@ impl OverviewLane {
     }
 }
 
-/// Rows `rows` of `k`, every column it has.
-fn rows_of(k: &TimelineKernels, rows: &[usize]) -> TimelineKernels {
-    let opt = |col: &Vec<Option<u32>>| {
-        if col.len() == k.start.len() {
-            rows.iter().map(|&i| col[i]).collect()
-        } else {
-            Vec::new()
-        }
-    };
-    TimelineKernels {
-        start: rows.iter().map(|&i| k.start[i]).collect(),
-        dur: rows.iter().map(|&i| k.dur[i]).collect(),
-        stream: rows.iter().map(|&i| k.stream[i]).collect(),
-        kernel: rows.iter().map(|&i| k.kernel[i]).collect(),
-        stage: opt(&k.stage),
-        launch: opt(&k.launch),
-        range: opt(&k.range),
-        graph: opt(&k.graph),
-        graph_node: opt(&k.graph_node),
-    }
-}
-
 /// Kernel columns one after the other; an optional column some part lacks is left out.
 fn concat(parts: &[&TimelineKernels]) -> TimelineKernels {
     let mut k = TimelineKernels::default();
@@ -413,23 +391,35 @@ mod tests {
     use super::*;
     use llmprof_bundle::Timeline;
 
-    /// 100 kernels on one stream, 10 ns apart, each 5 ns; chunks of 10; budget 30.
-    fn split() -> (ChunkedTimeline, Vec<Vec<u8>>) {
+    /// 100 kernels on one stream, 10 ns apart, each 5 ns but kernel 3, which lasts
+    /// `long_dur` when given.
+    fn timeline(long_dur: Option<u64>) -> Timeline {
         let n = 100u64;
-        let t = Timeline {
-            end_ns: 10 * n,
+        let mut dur = vec![5; n as usize];
+        if let Some(d) = long_dur {
+            dur[3] = d;
+        }
+        let end_ns = (0..n)
+            .map(|i| i * 10 + dur[i as usize])
+            .fold(10 * n, u64::max);
+        Timeline {
+            end_ns,
             streams: vec![7],
             kernels: TimelineKernels {
                 start: (0..n).map(|i| i * 10).collect(),
-                dur: vec![5; n as usize],
+                dur,
                 stream: vec![0; n as usize],
                 kernel: vec![0; n as usize],
                 stage: vec![None; n as usize],
                 ..Default::default()
             },
             ..Default::default()
-        };
-        ChunkedTimeline::split(t, 10, 100, 30).unwrap()
+        }
+    }
+
+    /// [`timeline`] without a long kernel, in chunks of 10, budget 30.
+    fn split() -> (ChunkedTimeline, Vec<Vec<u8>>) {
+        ChunkedTimeline::split(timeline(None), 10, 100, 30).unwrap()
     }
 
     #[test]
@@ -471,22 +461,7 @@ mod tests {
 
     #[test]
     fn a_long_kernel_is_loaded_with_a_window_it_overlaps_without_its_chunk() {
-        let n = 100u64;
-        let mut dur = vec![5; n as usize];
-        dur[3] = 10_000;
-        let t = Timeline {
-            end_ns: 10_010,
-            streams: vec![7],
-            kernels: TimelineKernels {
-                start: (0..n).map(|i| i * 10).collect(),
-                dur,
-                stream: vec![0; n as usize],
-                kernel: vec![0; n as usize],
-                stage: vec![None; n as usize],
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let t = timeline(Some(10_000));
         let (mut head, bytes) = ChunkedTimeline::split(t, 10, 100, 30).unwrap();
         let mut c = Chunked::new(&head).unwrap();
         let want = c.wanted(500.0, 600.0).unwrap();
@@ -512,22 +487,7 @@ mod tests {
 
     #[test]
     fn a_long_kernel_reaches_a_window_past_the_last_chunk() {
-        let n = 100u64;
-        let mut dur = vec![5; n as usize];
-        dur[3] = 100_000;
-        let t = Timeline {
-            end_ns: 100_010,
-            streams: vec![7],
-            kernels: TimelineKernels {
-                start: (0..n).map(|i| i * 10).collect(),
-                dur,
-                stream: vec![0; n as usize],
-                kernel: vec![0; n as usize],
-                stage: vec![None; n as usize],
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let t = timeline(Some(100_000));
         let (head, _) = ChunkedTimeline::split(t, 10, 100, 30).unwrap();
         let mut c = Chunked::new(&head).unwrap();
         let want = c.wanted(50_000.0, 60_000.0).unwrap();

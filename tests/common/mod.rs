@@ -64,29 +64,25 @@ pub fn assert_1dp(ours: f64, theirs: f64, what: &str) {
 
 /// `llmprof site build --runs RUNS --out SITE`.
 pub fn site_build(runs: &Path, site: &Path) -> Output {
-    llmprof([
-        "site".as_ref(),
-        "build".as_ref(),
-        "--runs".as_ref(),
-        runs.as_os_str(),
-        "--out".as_ref(),
-        site.as_os_str(),
-    ] as [&std::ffi::OsStr; 6])
+    site_build_with(runs, site, &[])
 }
 
 /// `llmprof site build --runs RUNS --out SITE --chunk-above N`.
 pub fn site_build_chunked(runs: &Path, site: &Path, chunk_above: u64) -> Output {
-    let n = chunk_above.to_string();
-    llmprof([
+    site_build_with(runs, site, &["--chunk-above", &chunk_above.to_string()])
+}
+
+fn site_build_with(runs: &Path, site: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
         "site".as_ref(),
         "build".as_ref(),
         "--runs".as_ref(),
         runs.as_os_str(),
         "--out".as_ref(),
         site.as_os_str(),
-        "--chunk-above".as_ref(),
-        n.as_ref(),
-    ] as [&std::ffi::OsStr; 8])
+    ];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    llmprof(args)
 }
 
 /// Ingests the H200 fixtures into `runs/` (one nsys+kineto+ncu run with token counts, one

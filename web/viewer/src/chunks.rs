@@ -140,12 +140,13 @@ impl Chunked {
         })
     }
 
-    /// The chunks to load for the window `[t0, t1]` (ns): the window and half its width on
-    /// each side where that fits the budget, else the window alone; `None` when even that
-    /// holds more kernels than the budget (the overview is drawn).
+    /// The chunks to load for the window `[t0, t1]` (ns): the window and its width on each
+    /// side where that fits the budget (a pan then stays on loaded kernels longer), else half
+    /// its width, else the window alone; `None` when even that holds more kernels than the
+    /// budget (the overview is drawn).
     pub fn wanted(&self, t0: f64, t1: f64) -> Option<Range<usize>> {
-        let pad = (t1 - t0).max(0.0) / 2.0;
-        [pad, 0.0].into_iter().find_map(|pad| {
+        let span = (t1 - t0).max(0.0);
+        [span, span / 2.0, 0.0].into_iter().find_map(|pad| {
             let r = self.chunks_over(t0 - pad, t1 + pad);
             (self.kernels_in(&r) <= self.budget).then_some(r)
         })

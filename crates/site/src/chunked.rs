@@ -7,6 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use base64::Engine;
+use llmprof_bundle::chunks::check_kernels;
 use llmprof_bundle::{ChunkedTimeline, Timeline};
 
 use crate::{data_script, write, SiteError, TIMELINE_JS};
@@ -31,7 +32,7 @@ pub const CHUNK_DIR: &str = "timeline-chunks";
 /// of a thousand ordinary runs as fast to build as before.
 pub(crate) fn write_timeline_scripts(
     id: &str,
-    text: &str,
+    text: String,
     run_out: &Path,
     chunk_above: u64,
 ) -> Result<(), SiteError> {
@@ -43,18 +44,27 @@ pub(crate) fn write_timeline_scripts(
         })?;
     }
     let large = text.len() as u64 / 10 > chunk_above;
-    let timeline = large.then(|| Timeline::from_json(text).ok()).flatten();
-    let per_chunk = PER_CHUNK.min((chunk_above / 8).max(1) as usize);
-    let split = timeline
-        .filter(|t| t.kernels.start.len() as u64 > chunk_above)
-        .and_then(|t| ChunkedTimeline::split(t, per_chunk, BUCKETS, chunk_above).ok());
-    match split {
-        Some((head, chunks)) => write_chunked(id, &head, &chunks, run_out),
+    let cuttable = |t: &Timeline| {
+        t.kernels.start.len() as u64 > chunk_above
+            && check_kernels(&t.kernels, t.streams.len()).is_ok()
+    };
+    match large.then(|| Timeline::from_json(&text).ok()).flatten().filter(cuttable) {
+        Some(timeline) => {
+            // The text (hundreds of MB for such a run) is not needed past this point.
+            drop(text);
+            let per_chunk = PER_CHUNK.min((chunk_above / 8).max(1) as usize);
+            let (head, chunks) = ChunkedTimeline::split(timeline, per_chunk, BUCKETS, chunk_above)
+                .map_err(|e| SiteError::Render {
+                    what: format!("the chunked timeline of {id}"),
+                    message: e.to_string(),
+                })?;
+            write_chunked(id, &head, &chunks, run_out)
+        }
         // A timeline that does not parse, or whose columns are inconsistent, is published as
         // it is: the viewer says what is wrong with it.
         None => write(
             &run_out.join(TIMELINE_JS),
-            data_script("timeline", id, text).as_bytes(),
+            data_script("timeline", id, &text).as_bytes(),
         ),
     }
 }

@@ -401,7 +401,7 @@ fn copy_bundle_and_timeline(
             .map_err(|e| skipped.push(format!("{e} (the run is shown without its timeline)")))
             .ok()
     });
-    match &timeline {
+    match timeline {
         Some(timeline) => {
             let dst = run_out.join(TIMELINE_FILE);
             let plain = timeline_src.filter(|p| p.extension().is_some_and(|e| e == "json"));

@@ -48,7 +48,8 @@ pub(crate) fn write_timeline_scripts(
         t.kernels.start.len() as u64 > chunk_above
             && check_kernels(&t.kernels, t.streams.len()).is_ok()
     };
-    match large.then(|| Timeline::from_json(&text).ok()).flatten().filter(cuttable) {
+    let parsed = large.then(|| Timeline::from_json(&text).ok()).flatten();
+    match parsed.filter(cuttable) {
         Some(timeline) => {
             // The text (hundreds of MB for such a run) is not needed past this point.
             drop(text);

@@ -210,10 +210,9 @@ impl TimelineView {
         let Some(c) = &self.run.chunked else {
             return Vec::new();
         };
-        match c.wanted(self.vp.t0, self.vp.t1) {
-            Some(w) if w != c.loaded => c.missing(&w).into_iter().map(|i| i as u32).collect(),
-            _ => Vec::new(),
-        }
+        c.to_load(self.vp.t0, self.vp.t1)
+            .map(|w| c.missing(&w).into_iter().map(|i| i as u32).collect())
+            .unwrap_or_default()
     }
 
     /// Decodes chunk `i` from the base64 text of its script.
@@ -236,9 +235,8 @@ impl TimelineView {
         let Some(c) = &self.run.chunked else {
             return Ok(false);
         };
-        let want = match c.wanted(self.vp.t0, self.vp.t1) {
-            Some(w) if w != c.loaded => w,
-            _ => return Ok(false),
+        let Some(want) = c.to_load(self.vp.t0, self.vp.t1) else {
+            return Ok(false);
         };
         // The pin as a position in the whole timeline, read before the columns change.
         let global = match self.pinned {

@@ -152,6 +152,11 @@ impl Chunked {
         })
     }
 
+    /// [`Chunked::wanted`] when it differs from the loaded chunks: what a load would change.
+    pub fn to_load(&self, t0: f64, t1: f64) -> Option<Range<usize>> {
+        self.wanted(t0, t1).filter(|w| *w != self.loaded)
+    }
+
     /// The chunks holding every kernel that overlaps `[t0, t1]`.
     fn chunks_over(&self, t0: f64, t1: f64) -> Range<usize> {
         let a = self.reach.partition_point(|&r| (r as f64) < t0);

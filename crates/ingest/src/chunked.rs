@@ -10,8 +10,11 @@
 //! from the verified position. A wrong guess therefore costs time, never correctness, and an
 //! error met by a piece that started on a wrong guess is never reported.
 //!
-//! Elements reach the caller's sink in file order, one window at a time: nothing outlives its
-//! window, so memory is bounded by the window and its parsed elements, not by the file.
+//! Each worker also digests its piece's elements into the parser's `Piece` (for kineto: compact
+//! records with names numbered within the piece), so the work left to the calling thread is
+//! only merging pieces. Pieces reach the caller's sink in file order, one window at a time:
+//! nothing borrows from a window once it is left, so memory is bounded by the window and the
+//! pieces' digests, not by the file.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -23,15 +26,19 @@ use serde_json::value::RawValue;
 use crate::error::IngestError;
 use crate::input::InputWindow;
 
-/// How the elements of the array are parsed.
+/// How the elements of the array are parsed, and what a piece of them becomes.
 pub(crate) trait ElementParser: Sync {
-    type Element<'a>: Send;
+    type Element<'a>;
+    /// A piece's elements as the sink takes them, built on the worker that parsed them.
+    type Piece: Send + Default;
     /// Parses the element at the start of `bytes`: the element (`None` to drop it) and the
     /// number of bytes it took.
     fn parse<'a>(
         &self,
         bytes: &'a [u8],
     ) -> Result<(Option<Self::Element<'a>>, usize), serde_json::Error>;
+    /// Adds an element, in file order, to its piece.
+    fn add(&self, piece: &mut Self::Piece, element: Self::Element<'_>);
 }
 
 /// Where the reading failed: the input's byte offset and the problem.
@@ -84,7 +91,7 @@ pub(crate) fn read<P: ElementParser>(
     array_key: &str,
     header_keys: &[&str],
     parser: &P,
-    mut sink: impl for<'a> FnMut(Vec<P::Element<'a>>),
+    mut sink: impl FnMut(P::Piece),
 ) -> Result<Document, ChunkError> {
     let mut doc = Document::default();
     let mut pos = expect_byte(win, 0, b'{', "a JSON object")?;
@@ -251,9 +258,9 @@ enum PieceEnd {
     NoSeparator(usize),
 }
 
-struct Piece<E> {
+struct Piece<T> {
     start: usize,
-    elements: Vec<E>,
+    digest: T,
     end: PieceEnd,
 }
 
@@ -263,7 +270,7 @@ fn read_array<P: ElementParser>(
     chunking: Chunking,
     pos: usize,
     parser: &P,
-    sink: &mut impl for<'a> FnMut(Vec<P::Element<'a>>),
+    sink: &mut impl FnMut(P::Piece),
 ) -> Result<usize, ChunkError> {
     let mut pos = expect_byte(win, pos, b'[', "an array")?;
     pos = skip_ws_growing(win, pos)?;
@@ -305,20 +312,20 @@ fn read_window<P: ElementParser>(
     start: usize,
     chunking: Chunking,
     parser: &P,
-    sink: &mut impl for<'a> FnMut(Vec<P::Element<'a>>),
+    sink: &mut impl FnMut(P::Piece),
 ) -> PieceEnd {
     let starts = candidate_starts(bytes, start, chunking.piece);
     let stop_of = |i: usize| starts.get(i + 1).copied().unwrap_or(usize::MAX);
     let workers = chunking.workers.clamp(1, starts.len());
     if workers == 1 {
         let piece = parse_piece(parser, bytes, start, usize::MAX, last_window);
-        sink(piece.elements);
+        sink(piece.digest);
         return piece.end;
     }
     let next = AtomicUsize::new(0);
     let cancel = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let (tx, rx) = mpsc::channel::<(usize, Piece<P::Element<'_>>)>();
+        let (tx, rx) = mpsc::channel::<(usize, Piece<P::Piece>)>();
         for _ in 0..workers {
             let tx = tx.clone();
             let (next, cancel, starts) = (&next, &cancel, &starts);
@@ -348,7 +355,7 @@ fn read_window<P: ElementParser>(
                 // A wrong guess (or a lost worker): parse from the verified position here.
                 _ => parse_piece(parser, bytes, verified, stop_of(i), last_window),
             };
-            sink(piece.elements);
+            sink(piece.digest);
             match piece.end {
                 PieceEnd::Stop(p) if stop_of(i) != usize::MAX => verified = p,
                 end => {
@@ -400,14 +407,19 @@ fn next_candidate(bytes: &[u8], from: usize) -> Option<usize> {
 
 /// Parses elements from `start` (an element's first byte) until the first element that
 /// starts at or after `stop`, the array's end, or the window's end.
-fn parse_piece<'a, P: ElementParser>(
+fn parse_piece<P: ElementParser>(
     parser: &P,
-    bytes: &'a [u8],
+    bytes: &[u8],
     start: usize,
     stop: usize,
     last_window: bool,
-) -> Piece<P::Element<'a>> {
-    let mut elements = Vec::new();
+) -> Piece<P::Piece> {
+    let mut digest = P::Piece::default();
+    let mut add = |element: Option<P::Element<'_>>| {
+        if let Some(e) = element {
+            parser.add(&mut digest, e)
+        }
+    };
     let mut pos = start;
     let end = loop {
         let (element, n) = match parser.parse(&bytes[pos..]) {
@@ -419,7 +431,7 @@ fn parse_piece<'a, P: ElementParser>(
         let next = match bytes.get(after) {
             Some(b',') => skip_ws(bytes, after + 1),
             Some(b']') => {
-                elements.extend(element);
+                add(element);
                 break PieceEnd::ArrayEnd(after + 1);
             }
             Some(_) => break PieceEnd::NoSeparator(after),
@@ -427,7 +439,7 @@ fn parse_piece<'a, P: ElementParser>(
             None if !last_window => break PieceEnd::Cut(pos),
             None => break PieceEnd::Failed(pos, eof_error()),
         };
-        elements.extend(element);
+        add(element);
         if next >= bytes.len() && !last_window {
             break PieceEnd::Cut(next);
         }
@@ -436,11 +448,7 @@ fn parse_piece<'a, P: ElementParser>(
             break PieceEnd::Stop(pos);
         }
     };
-    Piece {
-        start,
-        elements,
-        end,
-    }
+    Piece { start, digest, end }
 }
 
 /// An end-of-input error, as serde_json gives for an empty document.
@@ -460,12 +468,16 @@ mod tests {
     struct Raw;
     impl ElementParser for Raw {
         type Element<'a> = &'a RawValue;
+        type Piece = Vec<String>;
         fn parse<'a>(
             &self,
             bytes: &'a [u8],
         ) -> Result<(Option<&'a RawValue>, usize), serde_json::Error> {
             let (v, n) = parse_one::<&RawValue>(bytes)?;
             Ok(((v.get() != "0").then_some(v), n))
+        }
+        fn add(&self, piece: &mut Vec<String>, element: &RawValue) {
+            piece.push(element.get().to_string())
         }
     }
 
@@ -497,9 +509,7 @@ mod tests {
         let f = file(text.as_bytes(), gzip);
         let mut win = InputWindow::open("test", f.path(), chunking.window).unwrap();
         let mut out = Vec::new();
-        let doc = read(&mut win, chunking, "a", &["h"], &Raw, |els| {
-            out.extend(els.iter().map(|v| v.get().to_string()))
-        })?;
+        let doc = read(&mut win, chunking, "a", &["h"], &Raw, |els| out.extend(els))?;
         Ok((out, doc))
     }
 

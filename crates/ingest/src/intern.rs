@@ -26,6 +26,11 @@ impl Interner {
         self.strings.get(id as usize).map_or("", String::as_str)
     }
 
+    /// How many distinct strings there are (ids are `0..len`).
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+
     /// All strings, indexed by id.
     pub fn into_strings(self) -> Vec<String> {
         self.strings

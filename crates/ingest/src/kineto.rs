@@ -44,12 +44,48 @@ const SHAPE_PROBES: [&str; 2] = ["aten::embedding", "aten::linear"];
 #[derive(Debug, Default)]
 pub struct KinetoInput {
     pub facts: SourceFacts,
-    /// Operators; `by_stage[].stage` indexes [`KinetoInput::stage_names`] until
+    /// The operator calls, aggregated by [`OperatorCalls::operators`] (which may run beside
+    /// the converter's `finish`).
+    pub calls: OperatorCalls,
+    /// Token counts read from operator shapes.
+    pub inferred: InferredWorkload,
+}
+
+/// The trace's `cpu_op` calls and what their operator table needs: the annotations that
+/// enclose them and the GPU ops they launched.
+#[derive(Debug, Default)]
+pub struct OperatorCalls {
+    strings: Vec<String>,
+    ops: Vec<CpuOp>,
+    annotations: Vec<Annotation>,
+    gpu_ops: Vec<DeviceOp>,
+    runtime_ext: HashMap<i64, i64>,
+}
+
+/// The operator table of a trace.
+#[derive(Debug, Default)]
+pub struct TraceOperators {
+    /// Heaviest on the device first; `by_stage[].stage` indexes `stage_names` until
     /// [`crate::resolve_operator_stages`] maps it to bundle stage ids.
     pub operators: Vec<Operator>,
     pub stage_names: Vec<String>,
-    /// Token counts read from operator shapes.
-    pub inferred: InferredWorkload,
+}
+
+impl OperatorCalls {
+    /// Aggregates the calls per operator name.
+    pub fn operators(self) -> TraceOperators {
+        let (operators, stage_names) = operators(
+            &self.strings,
+            &self.ops,
+            &self.annotations,
+            &self.gpu_ops,
+            &self.runtime_ext,
+        );
+        TraceOperators {
+            operators,
+            stage_names,
+        }
+    }
 }
 
 /// Parses the trace at `path`. GPU ops, launches and annotations are fed to `conv` when it is
@@ -70,14 +106,17 @@ fn read_chunked(
     chunking: Chunking,
 ) -> Result<KinetoInput, IngestError> {
     let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
+    let parser = EventParser {
+        convert: conv.is_some(),
+    };
     let mut sink = Sink::new(conv, diags);
     let doc = chunked::read(
         &mut win,
         chunking,
         "traceEvents",
         HEADER_KEYS,
-        &EventParser,
-        |events| events.into_iter().for_each(|ev| sink.event(ev)),
+        &parser,
+        |batch| sink.take(batch),
     )
     .map_err(|e| chunk_error(path, e))?;
     drop(win);
@@ -129,7 +168,6 @@ fn read_chunked(
         }
     }
     report_counts(&counts, diags);
-    let (operators, stage_names) = operators(&strings, &ops, &annotations, &gpu_ops, &runtime_ext);
     let mut facts = header.facts();
     // Event timestamps are relative to `baseTimeNanoseconds`.
     facts.clock_zero_epoch_ns = header.base_time_ns;
@@ -138,8 +176,13 @@ fn read_chunked(
     }
     Ok(KinetoInput {
         facts,
-        operators,
-        stage_names,
+        calls: OperatorCalls {
+            strings,
+            ops,
+            annotations,
+            gpu_ops,
+            runtime_ext,
+        },
         inferred,
     })
 }
@@ -326,11 +369,15 @@ impl Header {
     }
 }
 
-/// Parses trace events, keeping complete (`X`) events only.
-struct EventParser;
+/// Parses trace events, keeping complete (`X`) events only, and digests them into a
+/// [`Batch`]; launches and GPU ops are kept for the converter when `convert` is set.
+struct EventParser {
+    convert: bool,
+}
 
 impl ElementParser for EventParser {
     type Element<'a> = RawEvent<'a>;
+    type Piece = Batch;
     fn parse<'a>(
         &self,
         bytes: &'a [u8],
@@ -338,6 +385,9 @@ impl ElementParser for EventParser {
         let (ev, n) = chunked::parse_one::<RawEvent<'a>>(bytes)?;
         let keep = ev.ph.as_deref() == Some("X");
         Ok((keep.then_some(ev), n))
+    }
+    fn add(&self, piece: &mut Batch, ev: RawEvent<'_>) {
+        piece.event(ev, self.convert)
     }
 }
 
@@ -960,47 +1010,115 @@ struct Counts {
     negative_dur_example: Option<String>,
 }
 
-struct Sink<'c, 'd> {
-    conv: Option<&'c mut TraceConverter>,
-    diags: &'d mut Diagnostics,
-    strings: Interner,
+impl Counts {
+    /// Adds the counts of a later piece: sums, and the first example in file order.
+    fn merge(&mut self, later: Counts) {
+        self.skipped_no_time += later.skipped_no_time;
+        self.gpu_without_correlation += later.gpu_without_correlation;
+        self.negative_dur += later.negative_dur;
+        let first = |a: &mut Option<String>, b: Option<String>| {
+            if a.is_none() {
+                *a = b;
+            }
+        };
+        first(
+            &mut self.skipped_no_time_example,
+            later.skipped_no_time_example,
+        );
+        first(
+            &mut self.gpu_without_correlation_example,
+            later.gpu_without_correlation_example,
+        );
+        first(&mut self.negative_dur_example, later.negative_dur_example);
+        for (cat, n) in later.unknown_cat {
+            *self.unknown_cat.entry(cat).or_default() += n;
+        }
+    }
+}
+
+/// What a GPU event did, as the converter will be told.
+#[derive(Debug)]
+enum GpuKind {
+    Kernel {
+        launch: Option<Launch>,
+        comm: Option<Box<OwnedComm>>,
+    },
+    Memcpy {
+        direction: &'static str,
+    },
+    Memset,
+}
+
+/// A collective kernel's NCCL metadata, owned by its piece.
+#[derive(Debug)]
+struct OwnedComm {
+    collective: String,
+    in_elements: Option<u64>,
+    dtype: Option<String>,
+    group_size: Option<u32>,
+    process_group: Option<String>,
+}
+
+/// A GPU op for the converter; `name` is a piece-local id in [`Batch::other_names`].
+#[derive(Debug)]
+struct GpuEvent {
+    name: u32,
+    kind: GpuKind,
+    correlation: Option<i64>,
+    stream: u64,
+    start: i64,
+    end: i64,
+    bytes: u64,
+    graph: Option<GraphRef>,
+}
+
+/// A launch call for the converter; `thread` is piece-local, `api` an id in
+/// [`Batch::other_names`].
+#[derive(Debug)]
+struct LaunchEvent {
+    record: LaunchRecord,
+    api: u32,
+}
+
+/// One piece of `traceEvents`, digested on the worker that parsed it: complete events of the
+/// categories llmprof uses become compact records; threads and names are numbered within the
+/// piece, in order of first sight, and [`Sink::take`] renumbers them for the whole trace.
+#[derive(Debug, Default)]
+struct Batch {
+    /// Operator and annotation names (the ids of [`CpuOp::name`] and [`Annotation::name`]).
+    names: Interner,
+    /// API function and GPU op names, only ever passed on to the converter.
+    other_names: Interner,
     threads: HashMap<(IdKey, IdKey), u64>,
+    thread_keys: Vec<(IdKey, IdKey)>,
     ops: Vec<CpuOp>,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
     gpu_ops: Vec<DeviceOp>,
-    /// correlation id -> External id of the launching runtime call.
-    runtime_ext: HashMap<i64, i64>,
+    /// (correlation id, External id of the launching runtime call), in file order.
+    runtime_ext: Vec<(i64, i64)>,
+    launches: Vec<LaunchEvent>,
+    gpu_events: Vec<GpuEvent>,
     first_ts: Option<i64>,
     counts: Counts,
 }
 
-impl<'c, 'd> Sink<'c, 'd> {
-    fn new(conv: Option<&'c mut TraceConverter>, diags: &'d mut Diagnostics) -> Self {
-        Sink {
-            conv,
-            diags,
-            strings: Interner::default(),
-            threads: HashMap::default(),
-            ops: Vec::new(),
-            annotations: Vec::new(),
-            probes: Vec::new(),
-            gpu_ops: Vec::new(),
-            runtime_ext: HashMap::default(),
-            first_ts: None,
-            counts: Counts::default(),
-        }
-    }
-
+impl Batch {
     fn thread(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> u64 {
         let key = (pid.key(), tid.key());
-        let next = self.threads.len() as u64;
-        *self.threads.entry(key).or_insert(next)
+        if let Some(&id) = self.threads.get(&key) {
+            return id;
+        }
+        let id = self.thread_keys.len() as u64;
+        self.thread_keys.push(key.clone());
+        self.threads.insert(key, id);
+        id
     }
 
     /// Reads one trace event: complete events of the categories llmprof uses become CPU ops,
-    /// annotations, launches or GPU ops; the rest are skipped (counted where unexpected).
-    fn event(&mut self, ev: RawEvent<'_>) {
+    /// annotations, launches or GPU ops (the last two only when `convert`); the rest are
+    /// skipped (counted where unexpected).
+    fn event(&mut self, ev: RawEvent<'_>, convert: bool) {
         if ev.ph.as_deref() != Some("X") {
             return; // flows, metadata, instant events, counters
         }
@@ -1018,10 +1136,15 @@ impl<'c, 'd> Sink<'c, 'd> {
             "cpu_op" => self.cpu_op(name, start, end, args, &ev.pid, &ev.tid),
             "user_annotation" => self.annotation(name, start, end, &ev.pid, &ev.tid),
             "cuda_runtime" | "cuda_driver" => {
-                let driver = cat == "cuda_driver";
-                self.runtime_call(name, driver, (start, end), &args, &ev.pid, &ev.tid)
+                let call = RuntimeCall {
+                    name,
+                    driver: cat == "cuda_driver",
+                    start,
+                    end,
+                };
+                self.runtime_call(call, &args, &ev.pid, &ev.tid, convert)
             }
-            _ => self.gpu_event(cat, name, start, end, &args, &ev.tid),
+            _ => self.gpu_event(cat, name, (start, end), args, &ev.tid, convert),
         }
     }
 
@@ -1106,7 +1229,7 @@ impl<'c, 'd> Sink<'c, 'd> {
                 dims,
             });
         }
-        let name = self.strings.intern(name);
+        let name = self.names.intern(name);
         self.ops.push(CpuOp {
             thread,
             start,
@@ -1119,7 +1242,7 @@ impl<'c, 'd> Sink<'c, 'd> {
     /// A `user_annotation` event (`record_function`): a range.
     fn annotation(&mut self, name: &str, start: i64, end: i64, pid: &Id<'_>, tid: &Id<'_>) {
         let thread = self.thread(pid, tid);
-        let name = self.strings.intern(name);
+        let name = self.names.intern(name);
         self.annotations.push(Annotation {
             thread,
             tid: tid.u64().unwrap_or(0),
@@ -1133,32 +1256,32 @@ impl<'c, 'd> Sink<'c, 'd> {
     /// External id and is a launch for the converter. Calls without one are ignored.
     fn runtime_call(
         &mut self,
-        name: &str,
-        driver: bool,
-        (start, end): (i64, i64),
+        call: RuntimeCall<'_>,
         args: &RawArgs,
         pid: &Id<'_>,
         tid: &Id<'_>,
+        convert: bool,
     ) {
         let Some(correlation) = args.correlation.i64() else {
             return;
         };
         if let Some(ext) = args.external_id.i64() {
-            self.runtime_ext.insert(correlation, ext);
+            self.runtime_ext.push((correlation, ext));
         }
         let thread = self.thread(pid, tid);
-        if let Some(conv) = self.conv.as_deref_mut() {
+        if convert {
             let record = LaunchRecord {
                 process: PROCESS,
                 thread,
                 tid: tid.u64().unwrap_or(0),
-                driver,
-                start,
-                end,
+                driver: call.driver,
+                start: call.start,
+                end: call.end,
                 correlation,
-                graph: LaunchRecord::is_graph_launch(name),
+                graph: LaunchRecord::is_graph_launch(call.name),
             };
-            conv.handle_launch(record, Some(name));
+            let api = self.other_names.intern(call.name);
+            self.launches.push(LaunchEvent { record, api });
         }
     }
 
@@ -1166,10 +1289,10 @@ impl<'c, 'd> Sink<'c, 'd> {
         &mut self,
         cat: &str,
         name: &str,
-        start: i64,
-        end: i64,
-        args: &RawArgs,
+        (start, end): (i64, i64),
+        args: RawArgs,
         tid: &Id<'_>,
+        convert: bool,
     ) {
         let correlation = args.correlation.i64();
         if correlation.is_none() {
@@ -1183,20 +1306,19 @@ impl<'c, 'd> Sink<'c, 'd> {
             correlation,
             dur: span(start, end),
         });
-        let Some(conv) = self.conv.as_deref_mut() else {
+        if !convert {
             return;
-        };
-        let bytes = args.bytes.u64().unwrap_or(0);
-        let op = match cat {
-            "kernel" => GpuOp::Kernel {
-                name,
-                short_name: None,
-                comm: args.collective.0.as_deref().map(|collective| CommArgs {
-                    collective,
-                    in_elements: args.in_elements.u64(),
-                    dtype: args.dtype.0.as_deref(),
-                    group_size: args.group_size.u64().and_then(|v| u32::try_from(v).ok()),
-                    process_group: args.process_group.0.as_deref(),
+        }
+        let kind = match cat {
+            "kernel" => GpuKind::Kernel {
+                comm: args.collective.0.map(|collective| {
+                    Box::new(OwnedComm {
+                        collective,
+                        in_elements: args.in_elements.u64(),
+                        dtype: args.dtype.0,
+                        group_size: args.group_size.u64().and_then(|v| u32::try_from(v).ok()),
+                        process_group: args.process_group.0,
+                    })
                 }),
                 launch: match (args.grid.0, args.block.0) {
                     (Some(grid), Some(block)) => Some(Launch {
@@ -1207,11 +1329,10 @@ impl<'c, 'd> Sink<'c, 'd> {
                     _ => None,
                 },
             },
-            "gpu_memcpy" => GpuOp::Memcpy {
+            "gpu_memcpy" => GpuKind::Memcpy {
                 direction: memcpy_direction(name),
-                bytes,
             },
-            _ => GpuOp::Memset { bytes },
+            _ => GpuKind::Memset,
         };
         // A graph-replayed kernel is found through its `cudaGraphLaunch` (same correlation);
         // ids only where the trace gives them.
@@ -1219,16 +1340,147 @@ impl<'c, 'd> Sink<'c, 'd> {
             graph: u32::try_from(g).ok(),
             node: args.graph_node.u64().and_then(|n| u32::try_from(n).ok()),
         });
-        conv.handle_gpu_op(GpuOpRecord {
-            process: PROCESS,
+        let name = self.other_names.intern(name);
+        self.gpu_events.push(GpuEvent {
+            name,
+            kind,
             correlation,
             // GPU events use tid = stream.
             stream: args.stream.u64().or(tid.u64()).unwrap_or(0),
             start,
             end,
-            op,
+            bytes: args.bytes.u64().unwrap_or(0),
             graph,
         });
+    }
+}
+
+/// A runtime or driver API event's name, category and times.
+struct RuntimeCall<'a> {
+    name: &'a str,
+    driver: bool,
+    start: i64,
+    end: i64,
+}
+
+/// Keeps what llmprof needs of the whole trace: the pieces' records, renumbered, in file
+/// order; launches and GPU ops go on to the converter.
+struct Sink<'c, 'd> {
+    conv: Option<&'c mut TraceConverter>,
+    diags: &'d mut Diagnostics,
+    strings: Interner,
+    threads: HashMap<(IdKey, IdKey), u64>,
+    ops: Vec<CpuOp>,
+    annotations: Vec<Annotation>,
+    probes: Vec<ShapeProbe>,
+    gpu_ops: Vec<DeviceOp>,
+    /// correlation id -> External id of the launching runtime call.
+    runtime_ext: HashMap<i64, i64>,
+    first_ts: Option<i64>,
+    counts: Counts,
+}
+
+impl<'c, 'd> Sink<'c, 'd> {
+    fn new(conv: Option<&'c mut TraceConverter>, diags: &'d mut Diagnostics) -> Self {
+        Sink {
+            conv,
+            diags,
+            strings: Interner::default(),
+            threads: HashMap::default(),
+            ops: Vec::new(),
+            annotations: Vec::new(),
+            probes: Vec::new(),
+            gpu_ops: Vec::new(),
+            runtime_ext: HashMap::default(),
+            first_ts: None,
+            counts: Counts::default(),
+        }
+    }
+
+    /// Takes the next piece: its threads and names get the trace's ids (in order of first
+    /// sight, as if read one event at a time) and its records join the trace's.
+    fn take(&mut self, b: Batch) {
+        let threads: Vec<u64> = b
+            .thread_keys
+            .into_iter()
+            .map(|key| {
+                let next = self.threads.len() as u64;
+                *self.threads.entry(key).or_insert(next)
+            })
+            .collect();
+        let names: Vec<u32> = (0..b.names.len())
+            .map(|id| self.strings.intern(b.names.get(id as u32)))
+            .collect();
+        let thread = |t: u64| threads[t as usize];
+        let name = |n: u32| names[n as usize];
+        self.ops.extend(b.ops.into_iter().map(|o| CpuOp {
+            thread: thread(o.thread),
+            name: name(o.name),
+            ..o
+        }));
+        self.annotations
+            .extend(b.annotations.into_iter().map(|a| Annotation {
+                thread: thread(a.thread),
+                name: name(a.name),
+                ..a
+            }));
+        self.probes.extend(b.probes.into_iter().map(|p| ShapeProbe {
+            thread: thread(p.thread),
+            ..p
+        }));
+        self.gpu_ops.extend(b.gpu_ops);
+        self.runtime_ext.extend(b.runtime_ext);
+        if let Some(first) = b.first_ts {
+            self.first_ts = Some(self.first_ts.map_or(first, |f| f.min(first)));
+        }
+        self.counts.merge(b.counts);
+        if let Some(conv) = self.conv.as_deref_mut() {
+            for l in b.launches {
+                let record = LaunchRecord {
+                    thread: thread(l.record.thread),
+                    ..l.record
+                };
+                conv.handle_launch(record, Some(b.other_names.get(l.api)));
+            }
+            for g in b.gpu_events {
+                conv.handle_gpu_op(g.record(&b.other_names));
+            }
+        }
+    }
+}
+
+impl GpuEvent {
+    /// The converter's record, its name looked up in the piece's `names`.
+    fn record<'a>(&'a self, names: &'a Interner) -> GpuOpRecord<'a> {
+        let name = names.get(self.name);
+        let op = match &self.kind {
+            GpuKind::Kernel { launch, comm } => GpuOp::Kernel {
+                name,
+                short_name: None,
+                launch: *launch,
+                comm: comm.as_deref().map(|c| CommArgs {
+                    collective: &c.collective,
+                    in_elements: c.in_elements,
+                    dtype: c.dtype.as_deref(),
+                    group_size: c.group_size,
+                    process_group: c.process_group.as_deref(),
+                }),
+            },
+            GpuKind::Memcpy { direction } => GpuOp::Memcpy {
+                direction,
+                bytes: self.bytes,
+            },
+            GpuKind::Memset => GpuOp::Memset { bytes: self.bytes },
+        };
+        GpuOpRecord {
+            process: PROCESS,
+            correlation: self.correlation,
+            stream: self.stream,
+            start: self.start,
+            end: self.end,
+            op,
+            graph: self.graph,
+        }
     }
 }
 
@@ -1793,7 +2045,12 @@ mod quirk_tests {
                 let mut diags = Diagnostics::new(Source::Kineto, "t.json");
                 let input = read_chunked(&path, Some(&mut conv), &mut diags, c).unwrap();
                 let parts = conv.finish(&mut diags);
-                format!("{parts:?}\n{input:?}\n{:?}", diags.finish())
+                let (facts, inferred) = (&input.facts, &input.inferred);
+                let ops = input.calls.operators();
+                format!(
+                    "{parts:?}\n{facts:?}\n{inferred:?}\n{ops:?}\n{:?}",
+                    diags.finish()
+                )
             };
             let (a, b) = (read_with(whole), read_with(tiny));
             assert!(a.len() > 10_000, "{f}: {a}");

@@ -130,8 +130,16 @@ pub fn ingest(
     run.read_model_config_and_metadata()?;
 
     progress(Step::Assembling);
-    let timeline = run.finish_timing();
-    run.attach_operators();
+    // The operator table and the converter's finish are independent: both run at once.
+    let calls = run.operator_calls.take();
+    let (timeline, operators) = std::thread::scope(|s| {
+        let operators = calls.map(|c| s.spawn(|| c.operators()));
+        let timeline = run.finish_timing();
+        let operators =
+            operators.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (timeline, operators)
+    });
+    run.attach_operators(operators);
     run.attach_ncu();
     Ok(run.finish(timeline))
 }
@@ -152,8 +160,9 @@ struct Assembly<'r> {
     facts: Vec<SourceFacts>,
     /// `None` until an input becomes the timing source.
     timing: Option<Timing>,
-    /// The PyTorch profiler trace's operators, resolved against the stages once they exist.
-    kineto: Option<kineto::KinetoInput>,
+    /// The PyTorch profiler trace's operator calls, aggregated and resolved against the
+    /// stages once they exist.
+    operator_calls: Option<kineto::OperatorCalls>,
     /// Token counts the timing source's operator shapes give, before flags and metadata.
     base_workload: Workload,
     ncu: Option<ncu::NcuInput>,
@@ -172,7 +181,7 @@ impl<'r> Assembly<'r> {
             bundle,
             facts: Vec::new(),
             timing: None,
-            kineto: None,
+            operator_calls: None,
             base_workload: Workload::default(),
             ncu: None,
             collectives: Vec::new(),
@@ -243,7 +252,7 @@ impl<'r> Assembly<'r> {
             );
             self.bundle.diagnostics.extend(diags.finish());
         }
-        self.kineto = Some(k);
+        self.operator_calls = Some(k.calls);
         Ok(())
     }
 
@@ -341,15 +350,15 @@ impl<'r> Assembly<'r> {
     }
 
     /// Puts the trace's operators into the bundle, their stages mapped to bundle stage ids.
-    fn attach_operators(&mut self) {
-        let Some(k) = self.kineto.take() else {
+    fn attach_operators(&mut self, operators: Option<kineto::TraceOperators>) {
+        let Some(t) = operators else {
             return;
         };
         let names = self.names();
         let file = self.req.kineto.as_ref().map(|p| names.file(p));
         let mut diags = Diagnostics::new(Source::Kineto, file.unwrap_or_default());
         self.bundle.operators =
-            resolve_operator_stages(k.operators, &k.stage_names, &self.bundle.stages, &mut diags);
+            resolve_operator_stages(t.operators, &t.stage_names, &self.bundle.stages, &mut diags);
         self.bundle.diagnostics.extend(diags.finish());
     }
 

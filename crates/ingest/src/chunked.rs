@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use serde::de::IgnoredAny;
+use serde::de::{DeserializeSeed, IgnoredAny};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -28,17 +28,19 @@ use crate::input::InputWindow;
 
 /// How the elements of the array are parsed, and what a piece of them becomes.
 pub(crate) trait ElementParser: Sync {
-    type Element<'a>;
+    /// One parsed element; each worker parses into one slot, reused element after element.
+    type Element<'a>: Default;
     /// A piece's elements as the sink takes them, built on the worker that parsed them.
     type Piece: Send + Default;
-    /// Parses the element at the start of `bytes`: the element (`None` to drop it) and the
+    /// Parses the element at the start of `bytes` into `slot`: whether to keep it, and the
     /// number of bytes it took.
     fn parse<'a>(
         &self,
         bytes: &'a [u8],
-    ) -> Result<(Option<Self::Element<'a>>, usize), serde_json::Error>;
-    /// Adds an element, in file order, to its piece.
-    fn add(&self, piece: &mut Self::Piece, element: Self::Element<'_>);
+        slot: &mut Self::Element<'a>,
+    ) -> Result<(bool, usize), serde_json::Error>;
+    /// Adds the element in `slot`, in file order, to its piece.
+    fn add(&self, piece: &mut Self::Piece, slot: &mut Self::Element<'_>);
 }
 
 /// Where the reading failed: the input's byte offset and the problem.
@@ -192,6 +194,17 @@ pub(crate) fn parse_one<'a, T: Deserialize<'a>>(
         // Only whitespace left.
         None => Err(eof_error()),
     }
+}
+
+/// Parses one value with `seed` at the start of `bytes`; the value and the bytes it took.
+pub(crate) fn parse_seed<'a, S: DeserializeSeed<'a>>(
+    bytes: &'a [u8],
+    seed: S,
+) -> Result<(S::Value, usize), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = seed.deserialize(&mut de)?;
+    // A stream deserializer starts where `de` stopped: right after the value.
+    Ok((v, de.into_iter::<IgnoredAny>().byte_offset()))
 }
 
 /// Whether the parse of `bytes` failed because they end too soon: an end-of-input error, or
@@ -415,14 +428,10 @@ fn parse_piece<P: ElementParser>(
     last_window: bool,
 ) -> Piece<P::Piece> {
     let mut digest = P::Piece::default();
-    let mut add = |element: Option<P::Element<'_>>| {
-        if let Some(e) = element {
-            parser.add(&mut digest, e)
-        }
-    };
+    let mut slot = P::Element::default();
     let mut pos = start;
     let end = loop {
-        let (element, n) = match parser.parse(&bytes[pos..]) {
+        let (keep, n) = match parser.parse(&bytes[pos..], &mut slot) {
             Ok(v) => v,
             Err(e) if !last_window && maybe_cut(&bytes[pos..], &e) => break PieceEnd::Cut(pos),
             Err(e) => break PieceEnd::Failed(pos, e),
@@ -431,7 +440,9 @@ fn parse_piece<P: ElementParser>(
         let next = match bytes.get(after) {
             Some(b',') => skip_ws(bytes, after + 1),
             Some(b']') => {
-                add(element);
+                if keep {
+                    parser.add(&mut digest, &mut slot);
+                }
                 break PieceEnd::ArrayEnd(after + 1);
             }
             Some(_) => break PieceEnd::NoSeparator(after),
@@ -439,7 +450,9 @@ fn parse_piece<P: ElementParser>(
             None if !last_window => break PieceEnd::Cut(pos),
             None => break PieceEnd::Failed(pos, eof_error()),
         };
-        add(element);
+        if keep {
+            parser.add(&mut digest, &mut slot);
+        }
         if next >= bytes.len() && !last_window {
             break PieceEnd::Cut(next);
         }
@@ -467,17 +480,19 @@ mod tests {
     /// Elements as their raw JSON text, dropping the number `0`.
     struct Raw;
     impl ElementParser for Raw {
-        type Element<'a> = &'a RawValue;
+        type Element<'a> = Option<&'a RawValue>;
         type Piece = Vec<String>;
         fn parse<'a>(
             &self,
             bytes: &'a [u8],
-        ) -> Result<(Option<&'a RawValue>, usize), serde_json::Error> {
+            slot: &mut Option<&'a RawValue>,
+        ) -> Result<(bool, usize), serde_json::Error> {
             let (v, n) = parse_one::<&RawValue>(bytes)?;
-            Ok(((v.get() != "0").then_some(v), n))
+            *slot = Some(v);
+            Ok((v.get() != "0", n))
         }
-        fn add(&self, piece: &mut Vec<String>, element: &RawValue) {
-            piece.push(element.get().to_string())
+        fn add(&self, piece: &mut Vec<String>, slot: &mut Option<&RawValue>) {
+            piece.extend(slot.map(|v| v.get().to_string()))
         }
     }
 

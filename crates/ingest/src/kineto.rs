@@ -381,12 +381,12 @@ impl ElementParser for EventParser {
     fn parse<'a>(
         &self,
         bytes: &'a [u8],
-    ) -> Result<(Option<RawEvent<'a>>, usize), serde_json::Error> {
-        let (ev, n) = chunked::parse_one::<RawEvent<'a>>(bytes)?;
-        let keep = ev.ph.as_deref() == Some("X");
-        Ok((keep.then_some(ev), n))
+        slot: &mut RawEvent<'a>,
+    ) -> Result<(bool, usize), serde_json::Error> {
+        let ((), n) = chunked::parse_seed(bytes, EventSlot(slot))?;
+        Ok((slot.ph.as_deref() == Some("X"), n))
     }
-    fn add(&self, piece: &mut Batch, ev: RawEvent<'_>) {
+    fn add(&self, piece: &mut Batch, ev: &mut RawEvent<'_>) {
         piece.event(ev, self.convert)
     }
 }
@@ -410,29 +410,31 @@ struct RawEvent<'a> {
     args: RawArgs,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawEvent<'de>;
+/// Deserializes a trace event into the slot it holds, overwriting what was there: an event
+/// is a few hundred bytes, and returning each by value spent a sixth of the parse moving them.
+struct EventSlot<'s, 'a>(&'s mut RawEvent<'a>);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for EventSlot<'_, 'a> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        struct V<'s, 'a>(&'s mut RawEvent<'a>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'_, 'a> {
+            type Value = ();
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a trace event object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEvent<'de>, A::Error> {
-                let mut e = RawEvent::default();
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                let e = self.0;
+                *e = RawEvent::default();
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                     match key.as_ref() {
                         b"ph" => {
-                            let ph: Option<Text<'de>> = map.next_value()?;
-                            if ph.as_deref() != Some("X") {
+                            e.ph = map.next_value()?;
+                            if e.ph.as_deref() != Some("X") {
                                 // Not a complete event: skip the rest unparsed.
                                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                                return Ok(RawEvent {
-                                    ph,
-                                    ..RawEvent::default()
-                                });
+                                return Ok(());
                             }
-                            e.ph = ph;
                         }
                         b"cat" => e.cat = map.next_value()?,
                         b"name" => e.name = map.next_value()?,
@@ -442,17 +444,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
                         b"dur" => e.dur = map.next_value::<Micros>()?.0,
                         b"args" => {
                             let dims = e.name.as_deref().is_some_and(|n| SHAPE_PROBES.contains(&n));
-                            e.args = map.next_value_seed(ArgsSeed { dims })?;
+                            map.next_value_seed(ArgsSlot {
+                                args: &mut e.args,
+                                dims,
+                            })?;
                         }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
                 }
-                Ok(e)
+                Ok(())
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(self.0))
     }
 }
 
@@ -494,30 +499,28 @@ struct RawArgs {
     process_group: Word,
 }
 
-impl<'de> Deserialize<'de> for RawArgs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        ArgsSeed { dims: false }.deserialize(d)
-    }
-}
-
-/// Deserializes `args`, reading `Input Dims` only when `dims` is set.
-struct ArgsSeed {
+/// Deserializes `args` into `args` (cleared first), reading `Input Dims` only when `dims` is
+/// set.
+struct ArgsSlot<'s> {
+    args: &'s mut RawArgs,
     dims: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for ArgsSeed {
-    type Value = RawArgs;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawArgs, D::Error> {
-        struct V {
+impl<'de> DeserializeSeed<'de> for ArgsSlot<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        struct V<'s> {
+            a: &'s mut RawArgs,
             dims: bool,
         }
-        impl<'de> Visitor<'de> for V {
-            type Value = RawArgs;
+        impl<'de> Visitor<'de> for V<'_> {
+            type Value = ();
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an `args` object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawArgs, A::Error> {
-                let mut a = RawArgs::default();
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                let a = self.a;
+                *a = RawArgs::default();
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                     match key.as_ref() {
                         b"Input Dims" if self.dims => {
@@ -542,13 +545,17 @@ impl<'de> DeserializeSeed<'de> for ArgsSeed {
                         }
                     }
                 }
-                Ok(a)
+                Ok(())
             }
-            fn visit_unit<E: de::Error>(self) -> Result<RawArgs, E> {
-                Ok(RawArgs::default())
+            fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+                *self.a = RawArgs::default();
+                Ok(())
             }
         }
-        d.deserialize_any(V { dims: self.dims })
+        d.deserialize_any(V {
+            a: self.args,
+            dims: self.dims,
+        })
     }
 }
 
@@ -1118,7 +1125,7 @@ impl Batch {
     /// Reads one trace event: complete events of the categories llmprof uses become CPU ops,
     /// annotations, launches or GPU ops (the last two only when `convert`); the rest are
     /// skipped (counted where unexpected).
-    fn event(&mut self, ev: RawEvent<'_>, convert: bool) {
+    fn event(&mut self, ev: &mut RawEvent<'_>, convert: bool) {
         if ev.ph.as_deref() != Some("X") {
             return; // flows, metadata, instant events, counters
         }
@@ -1131,7 +1138,7 @@ impl Batch {
             return;
         };
         self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
-        let args = ev.args;
+        let args = &mut ev.args;
         match cat {
             "cpu_op" => self.cpu_op(name, start, end, args, &ev.pid, &ev.tid),
             "user_annotation" => self.annotation(name, start, end, &ev.pid, &ev.tid),
@@ -1142,7 +1149,7 @@ impl Batch {
                     start,
                     end,
                 };
-                self.runtime_call(call, &args, &ev.pid, &ev.tid, convert)
+                self.runtime_call(call, args, &ev.pid, &ev.tid, convert)
             }
             _ => self.gpu_event(cat, name, (start, end), args, &ev.tid, convert),
         }
@@ -1216,7 +1223,7 @@ impl Batch {
         name: &str,
         start: i64,
         end: i64,
-        mut args: RawArgs,
+        args: &mut RawArgs,
         pid: &Id<'_>,
         tid: &Id<'_>,
     ) {
@@ -1290,7 +1297,7 @@ impl Batch {
         cat: &str,
         name: &str,
         (start, end): (i64, i64),
-        args: RawArgs,
+        args: &mut RawArgs,
         tid: &Id<'_>,
         convert: bool,
     ) {
@@ -1311,13 +1318,13 @@ impl Batch {
         }
         let kind = match cat {
             "kernel" => GpuKind::Kernel {
-                comm: args.collective.0.map(|collective| {
+                comm: args.collective.0.take().map(|collective| {
                     Box::new(OwnedComm {
                         collective,
                         in_elements: args.in_elements.u64(),
-                        dtype: args.dtype.0,
+                        dtype: args.dtype.0.take(),
                         group_size: args.group_size.u64().and_then(|v| u32::try_from(v).ok()),
-                        process_group: args.process_group.0,
+                        process_group: args.process_group.0.take(),
                     })
                 }),
                 launch: match (args.grid.0, args.block.0) {

@@ -75,7 +75,8 @@ impl Collectives {
         }
     }
 
-    /// The rows, by total time (largest first), then collective name.
+    /// The rows, by total time (largest first), then collective, process group, group size,
+    /// dtype and source.
     pub(crate) fn finish(self) -> Vec<Collective> {
         let mut out: Vec<Collective> = self
             .rows
@@ -95,13 +96,19 @@ impl Collectives {
                 source: if k.from_args { FROM_ARGS } else { FROM_NAME }.to_string(),
             })
             .collect();
+        // Every field of the key, so ties never fall to the map's (random) order.
         out.sort_by(|a, b| {
-            (b.total_ns, &a.collective, &a.process_group, &a.dtype).cmp(&(
-                a.total_ns,
-                &b.collective,
-                &b.process_group,
-                &b.dtype,
-            ))
+            let key = |c: &Collective| {
+                (
+                    std::cmp::Reverse(c.total_ns),
+                    c.collective.clone(),
+                    c.process_group.clone(),
+                    c.group_size,
+                    c.dtype.clone(),
+                    c.source.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
         });
         out
     }
@@ -348,6 +355,44 @@ fn intersection_len(a: &[(i64, i64)], b: &[(i64, i64)]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `kineto` fuzz target (the whole and piecewise reads disagreed): two
+    /// broadcasts tied on time, collective, group and dtype, apart only in group size, came
+    /// out in the hash map's random order. Every key field now orders the rows.
+    #[test]
+    fn collectives_tied_on_time_come_out_in_one_order() {
+        let comm = |group_size| CommArgs {
+            collective: "broadcast",
+            in_elements: Some(53),
+            dtype: Some("Long"),
+            group_size,
+            process_group: Some("0"),
+        };
+        let mut first = None;
+        for round in 0..8 {
+            let mut c = Collectives::default();
+            let sizes = if round % 2 == 0 {
+                [Some(2), None]
+            } else {
+                [None, Some(2)]
+            };
+            for size in sizes {
+                c.add("ncclKernel_Broadcast", Some(comm(size)), true, 7904);
+            }
+            c.add("ncclKernel_AllReduce_x", None, true, 7904);
+            let rows: Vec<_> = c
+                .finish()
+                .into_iter()
+                .map(|r| (r.group_size, r.source))
+                .collect();
+            assert_eq!(rows.len(), 3);
+            assert_eq!(
+                *first.get_or_insert_with(|| rows.clone()),
+                rows,
+                "round {round}"
+            );
+        }
+    }
 
     /// A window worked by hand (times in ns, one rank, two streams):
     ///

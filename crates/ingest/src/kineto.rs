@@ -187,6 +187,41 @@ fn read_chunked(
     })
 }
 
+/// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte
+/// pieces on three workers — and returns both readings as text (converter output, facts,
+/// workload, operators, diagnostics, or the error). They must be equal: the fuzz target and
+/// the tests hold the parallel reader to the sequential one with this.
+#[doc(hidden)]
+pub fn read_whole_and_in_pieces(path: &Path) -> (String, String) {
+    let whole = Chunking {
+        window: 1 << 40,
+        piece: 1 << 40,
+        workers: 1,
+    };
+    let tiny = Chunking {
+        window: 4 << 10,
+        piece: 512,
+        workers: 3,
+    };
+    let read_with = |c: Chunking| {
+        let mut conv = TraceConverter::new();
+        let mut diags = Diagnostics::new(Source::Kineto, "t.json");
+        match read_chunked(path, Some(&mut conv), &mut diags, c) {
+            Ok(input) => {
+                let parts = conv.finish(&mut diags);
+                let (facts, inferred) = (&input.facts, &input.inferred);
+                let ops = input.calls.operators();
+                format!(
+                    "{parts:?}\n{facts:?}\n{inferred:?}\n{ops:?}\n{:?}",
+                    diags.finish()
+                )
+            }
+            Err(e) => format!("error: {e}"),
+        }
+    };
+    (read_with(whole), read_with(tiny))
+}
+
 /// The user's message for a failed read of the trace at `path`.
 fn chunk_error(path: &Path, e: ChunkError) -> IngestError {
     let message = match e {
@@ -2032,34 +2067,12 @@ mod quirk_tests {
     #[test]
     fn tiny_chunks_read_what_one_piece_reads() {
         let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/");
-        let whole = Chunking {
-            window: 1 << 40,
-            piece: 1 << 40,
-            workers: 1,
-        };
-        let tiny = Chunking {
-            window: 4 << 10,
-            piece: 512,
-            workers: 3,
-        };
         for f in [
             "h100-cuda-graphs/kineto_trace.json.gz",
             "hta-multirank/sampled_rank-1.json.gz",
         ] {
             let path = std::path::PathBuf::from(fixtures).join(f);
-            let read_with = |c: Chunking| {
-                let mut conv = TraceConverter::new();
-                let mut diags = Diagnostics::new(Source::Kineto, "t.json");
-                let input = read_chunked(&path, Some(&mut conv), &mut diags, c).unwrap();
-                let parts = conv.finish(&mut diags);
-                let (facts, inferred) = (&input.facts, &input.inferred);
-                let ops = input.calls.operators();
-                format!(
-                    "{parts:?}\n{facts:?}\n{inferred:?}\n{ops:?}\n{:?}",
-                    diags.finish()
-                )
-            };
-            let (a, b) = (read_with(whole), read_with(tiny));
+            let (a, b) = read_whole_and_in_pieces(&path);
             assert!(a.len() > 10_000, "{f}: {a}");
             assert!(a == b, "{f}: tiny chunks read differently");
         }

@@ -172,7 +172,13 @@ where
     loop {
         let bytes = win.bytes();
         match parse_one::<T>(&bytes[pos..]) {
-            Ok((v, n)) => return Ok((v, pos + n)),
+            // A value ending with the window may go on past it (a number: `12` of `123`).
+            Ok((v, n)) if pos + n < bytes.len() || win.at_end() => return Ok((v, pos + n)),
+            Ok(_) => {
+                let len = (bytes.len() - pos).saturating_mul(2).max(1 << 16);
+                win.advance(pos, len).map_err(ChunkError::Input)?;
+                pos = 0;
+            }
             Err(e) if !win.at_end() && maybe_cut(&bytes[pos..], &e) => {
                 let len = (bytes.len() - pos).saturating_mul(2).max(1 << 16);
                 win.advance(pos, len).map_err(ChunkError::Input)?;
@@ -559,6 +565,27 @@ mod tests {
                 assert!(doc.saw_array);
                 assert_eq!(doc.header.len(), 1);
                 assert_eq!(doc.header[0].1.get(), r#"{"v": [1, 2]}"#);
+            }
+        }
+    }
+
+    /// Found by the `kineto` fuzz target: a top-level number cut by the window's end parsed
+    /// as its first digits (`12` of `1234`), and the rest failed as a missing `,`.
+    #[test]
+    fn a_number_cut_by_the_window_is_read_whole() {
+        let text = r#"{"z": 123456789012, "h": -98765.4321e2, "a": [{"k": 1}], "y": 77777777}"#;
+        let (want, doc) = read_all(text, Chunking::default(), false).unwrap();
+        assert_eq!(doc.header[0].1.get(), "-98765.4321e2");
+        for window in 1..text.len() {
+            let chunking = Chunking {
+                window,
+                piece: 16,
+                workers: 2,
+            };
+            for gzip in [false, true] {
+                let (got, doc) = read_all(text, chunking, gzip).unwrap();
+                assert_eq!(got, want, "window {window}");
+                assert_eq!(doc.header[0].1.get(), "-98765.4321e2", "window {window}");
             }
         }
     }

@@ -569,6 +569,24 @@ mod tests {
         }
     }
 
+    /// `parse_seed` counts the bytes a value took from where serde_json's stream deserializer
+    /// starts (not a documented promise): hold it to `parse_one` so an upgrade cannot move it.
+    #[test]
+    fn parse_seed_takes_the_bytes_of_the_value_only() {
+        for text in [
+            r#"{"a": [1, {"b": "}"}]}  , {"x": 1}"#,
+            "  {}]",
+            "12 ,",
+            r#""s\"" x"#,
+        ] {
+            let seed = std::marker::PhantomData::<IgnoredAny>;
+            let (_, n) = parse_seed(text.as_bytes(), seed).unwrap();
+            let (_, m) = parse_one::<IgnoredAny>(text.as_bytes()).unwrap();
+            assert_eq!(n, m, "{text}");
+            assert!(n < text.len() && !text[..n].ends_with(' '), "{text}: {n}");
+        }
+    }
+
     /// Found by the `kineto` fuzz target: a top-level number cut by the window's end parsed
     /// as its first digits (`12` of `1234`), and the rest failed as a missing `,`.
     #[test]

@@ -345,7 +345,7 @@ impl TraceConverter {
     /// placed it in a graph) and counts graph calls per row; returns, per launch record, whether
     /// it launched a graph.
     fn mark_graph_ops(&mut self, attribution: &Attribution) -> Vec<bool> {
-        let graph_calls: std::collections::HashSet<(u64, i64)> = self
+        let graph_calls: rustc_hash::FxHashSet<(u64, i64)> = self
             .launches
             .iter()
             .filter(|l| l.graph)
@@ -1057,7 +1057,7 @@ impl Attribution {
                 );
             }
         }
-        let all_launches: std::collections::HashSet<(u64, i64)> = if launches.is_empty() {
+        let all_launches: rustc_hash::FxHashSet<(u64, i64)> = if launches.is_empty() {
             Default::default()
         } else {
             launches

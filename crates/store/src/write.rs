@@ -144,16 +144,24 @@ fn unique_id(runs_dir: &Path, base: &str) -> String {
     id
 }
 
+/// Writes the run's files, the timeline's two on threads of their own (a large run's are tens
+/// of MB of JSON each); the first error, in file order, is returned.
 fn write_files(dir: &Path, bundle: &Bundle, timeline: Option<&Timeline>) -> Result<(), StoreError> {
     fs::create_dir_all(dir).map_err(|e| write_err(dir, e))?;
-    write_json(&dir.join(BUNDLE_FILE), bundle, true)?;
-    if let Some(t) = timeline {
-        write_json(&dir.join(TIMELINE_FILE), t, false)?;
-        if !t.calls.is_empty() {
-            write_json(&dir.join(LAUNCH_CALLS_FILE), &t.calls, false)?;
-        }
-    }
-    Ok(())
+    std::thread::scope(|s| {
+        let kernels = timeline.map(|t| s.spawn(|| write_json(&dir.join(TIMELINE_FILE), t, false)));
+        let calls = timeline
+            .filter(|t| !t.calls.is_empty())
+            .map(|t| s.spawn(|| write_json(&dir.join(LAUNCH_CALLS_FILE), &t.calls, false)));
+        let bundle = write_json(&dir.join(BUNDLE_FILE), bundle, true);
+        let join = |h: Option<std::thread::ScopedJoinHandle<'_, Result<(), StoreError>>>| {
+            h.map_or(Ok(()), |h| {
+                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
+        };
+        let (kernels, calls) = (join(kernels), join(calls));
+        bundle.and(kernels).and(calls)
+    })
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, value: &T, pretty: bool) -> Result<(), StoreError> {

@@ -93,6 +93,40 @@ struct OpAcc {
     graph: Option<GraphRef>,
 }
 
+/// A launch call as the converter keeps it: 32 bytes where a [`LaunchRecord`] and its API
+/// name take 64 (an export holds millions).
+#[derive(Debug, Clone, Copy)]
+struct LaunchAcc {
+    start: i64,
+    end: i64,
+    correlation: i64,
+    /// Index into [`TraceConverter::callers`].
+    caller: u32,
+    /// The API function's interned name + 1 (0: none) in the low 30 bits; [`DRIVER`] and
+    /// [`GRAPH`] above.
+    api: u32,
+}
+
+const DRIVER: u32 = 1 << 31;
+const GRAPH: u32 = 1 << 30;
+const API: u32 = GRAPH - 1;
+
+impl LaunchAcc {
+    fn driver(&self) -> bool {
+        self.api & DRIVER != 0
+    }
+    fn graph(&self) -> bool {
+        self.api & GRAPH != 0
+    }
+    /// The interned API name, where the source gave one.
+    fn api(&self) -> Option<u32> {
+        (self.api & API).checked_sub(1)
+    }
+}
+
+/// The calling thread of launches: `(process, thread key, OS thread id)`.
+type Caller = (u64, u64, u64);
+
 /// Builds stages, kernels, totals and the timeline from format-free records.
 #[derive(Debug, Default)]
 pub struct TraceConverter {
@@ -100,9 +134,10 @@ pub struct TraceConverter {
     stage_keys: Vec<StageKey>,
     stage_ids: HashMap<StageKey, u32>,
     ranges: Vec<RangeAcc>,
-    launches: Vec<LaunchRecord>,
-    /// Per launch record, its API function's name (interned), where the source named it.
-    launch_api: Vec<Option<u32>>,
+    launches: Vec<LaunchAcc>,
+    /// The distinct calling threads of the launches, by first sight.
+    callers: Vec<Caller>,
+    caller_ids: HashMap<Caller, u32>,
     rows: Vec<RowAcc>,
     /// Row id by name, one map per [`OpKind`].
     row_ids: [HashMap<String, u32>; 4],
@@ -165,8 +200,23 @@ impl TraceConverter {
     /// One CUDA API call that may have launched GPU work, and the API function's name where
     /// the source gives it.
     pub fn handle_launch(&mut self, l: LaunchRecord, api: Option<&str>) {
-        self.launches.push(l);
-        self.launch_api.push(api.map(|a| self.strings.intern(a)));
+        let key = (l.process, l.thread, l.tid);
+        let (callers, ids) = (&mut self.callers, &mut self.caller_ids);
+        let caller = *ids.entry(key).or_insert_with(|| {
+            callers.push(key);
+            callers.len() as u32 - 1
+        });
+        // A name id past 30 bits (a billion distinct strings) is dropped, not wrapped.
+        let name = api.map_or(0, |a| self.strings.intern(a).saturating_add(1));
+        let name = if name > API { 0 } else { name };
+        let flags = if l.driver { DRIVER } else { 0 } | if l.graph { GRAPH } else { 0 };
+        self.launches.push(LaunchAcc {
+            start: l.start,
+            end: l.end,
+            correlation: l.correlation,
+            caller,
+            api: name | flags,
+        });
     }
 
     /// One kernel, memcpy, memset or whole-graph span.
@@ -278,7 +328,7 @@ impl TraceConverter {
     pub fn finish(mut self, diags: &mut Diagnostics) -> TraceParts {
         self.report_skipped(diags);
         let nesting = Nesting::of(&self.ranges);
-        let attribution = Attribution::of(&self.ranges, &self.launches, &self.ops);
+        let attribution = Attribution::of(&self.ranges, &self.launches, &self.callers, &self.ops);
         diags.note_n(
             "gpu_op_launch_not_recorded",
             Severity::Info,
@@ -348,10 +398,10 @@ impl TraceConverter {
         let graph_calls: rustc_hash::FxHashSet<(u64, i64)> = self
             .launches
             .iter()
-            .filter(|l| l.graph)
-            .map(|l| (l.process, l.correlation))
+            .filter(|l| l.graph())
+            .map(|l| (self.callers[l.caller as usize].0, l.correlation))
             .collect();
-        let mut graph_launch: Vec<bool> = self.launches.iter().map(|l| l.graph).collect();
+        let mut graph_launch: Vec<bool> = self.launches.iter().map(|l| l.graph()).collect();
         for (i, op) in self.ops.iter_mut().enumerate() {
             let by_call = op
                 .correlation
@@ -861,7 +911,7 @@ impl TraceConverter {
             .launches
             .iter()
             .enumerate()
-            .map(|(i, l)| ((l.process, l.correlation), i))
+            .map(|(i, l)| ((self.callers[l.caller as usize].0, l.correlation), i))
             .collect();
         let launch_of: Vec<Option<usize>> = self
             .ops
@@ -881,18 +931,19 @@ impl TraceConverter {
         for (p, &l) in used.iter().enumerate() {
             pos.insert(l, p as u32);
             let rec = &self.launches[l];
+            let tid = self.callers[rec.caller as usize].2;
             calls.start.push(rec.start - t0);
             calls.dur.push(span(rec.start, rec.end));
             calls.correlation.push(rec.correlation);
-            let thread = *thread_ids.entry(rec.tid).or_insert_with(|| {
-                calls.threads.push(rec.tid);
+            let thread = *thread_ids.entry(tid).or_insert_with(|| {
+                calls.threads.push(tid);
                 calls.threads.len() as u32 - 1
             });
             calls.thread.push(thread);
-            let name = self.launch_api[l].map(|id| {
-                *name_ids.entry((id, rec.driver)).or_insert_with(|| {
+            let name = rec.api().map(|id| {
+                *name_ids.entry((id, rec.driver())).or_insert_with(|| {
                     calls.names.push(self.strings.get(id).to_string());
-                    calls.driver.push(rec.driver);
+                    calls.driver.push(rec.driver());
                     calls.names.len() as u32 - 1
                 })
             });
@@ -1015,7 +1066,14 @@ struct Attribution {
 }
 
 impl Attribution {
-    fn of(ranges: &[RangeAcc], launches: &[LaunchRecord], ops: &[OpAcc]) -> Attribution {
+    fn of(
+        ranges: &[RangeAcc],
+        launches: &[LaunchAcc],
+        callers: &[Caller],
+        ops: &[OpAcc],
+    ) -> Attribution {
+        let process = |l: &LaunchAcc| callers[l.caller as usize].0;
+        let thread = |l: &LaunchAcc| callers[l.caller as usize].1;
         // Ranges per thread, by start; a range ended on another thread owns no GPU work.
         let mut thread_ranges: HashMap<u64, Vec<usize>> = HashMap::default();
         for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.projects) {
@@ -1027,8 +1085,8 @@ impl Attribution {
         // Launches per thread, by start; only threads that have ranges matter.
         let mut thread_launches: HashMap<u64, Vec<usize>> = HashMap::default();
         for (i, l) in launches.iter().enumerate() {
-            if thread_ranges.contains_key(&l.thread) {
-                thread_launches.entry(l.thread).or_default().push(i);
+            if thread_ranges.contains_key(&thread(l)) {
+                thread_launches.entry(thread(l)).or_default().push(i);
             }
         }
         let mut arena: Vec<u32> = Vec::new();
@@ -1052,7 +1110,7 @@ impl Attribution {
                 let offset = arena.len() as u32;
                 arena.extend(active.iter().map(|&r| r as u32));
                 launch_ranges.insert(
-                    (l.process, l.correlation),
+                    (process(l), l.correlation),
                     (offset, active.len() as u32, li as u32),
                 );
             }
@@ -1062,7 +1120,7 @@ impl Attribution {
         } else {
             launches
                 .iter()
-                .map(|l| (l.process, l.correlation))
+                .map(|l| (process(l), l.correlation))
                 .collect()
         };
         let mut launch_missing = 0;

@@ -157,7 +157,7 @@ fn read_chunked(
         for a in &annotations {
             conv.handle_range(RangeRecord {
                 ended_on_other_thread: false,
-                thread: a.thread,
+                thread: u64::from(a.thread),
                 tid: a.tid,
                 domain: "",
                 name: &strings[a.name as usize],
@@ -1009,17 +1009,17 @@ pub(crate) fn micros_text_to_ns(text: &str) -> Option<i64> {
 
 #[derive(Debug)]
 struct CpuOp {
-    thread: u64,
     start: i64,
     end: i64,
-    name: u32,
     external_id: Option<i64>,
+    thread: u32,
+    name: u32,
 }
 
 /// A shape-probe operator call (see [`SHAPE_PROBES`]).
 #[derive(Debug)]
 struct ShapeProbe {
-    thread: u64,
+    thread: u32,
     start: i64,
     embedding: bool,
     dims: Vec<Vec<i64>>,
@@ -1027,7 +1027,7 @@ struct ShapeProbe {
 
 #[derive(Debug)]
 struct Annotation {
-    thread: u64,
+    thread: u32,
     tid: u64,
     start: i64,
     end: i64,
@@ -1131,7 +1131,7 @@ struct Batch {
     names: Interner,
     /// API function and GPU op names, only ever passed on to the converter.
     other_names: Interner,
-    threads: HashMap<(IdKey, IdKey), u64>,
+    threads: HashMap<(IdKey, IdKey), u32>,
     thread_keys: Vec<(IdKey, IdKey)>,
     ops: Vec<CpuOp>,
     annotations: Vec<Annotation>,
@@ -1146,12 +1146,13 @@ struct Batch {
 }
 
 impl Batch {
-    fn thread(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> u64 {
+    fn thread(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> u32 {
         let key = (pid.key(), tid.key());
         if let Some(&id) = self.threads.get(&key) {
             return id;
         }
-        let id = self.thread_keys.len() as u64;
+        // Four billion threads would take a trace of hundreds of GB: ids saturate, not wrap.
+        let id = u32::try_from(self.thread_keys.len()).unwrap_or(u32::MAX);
         self.thread_keys.push(key.clone());
         self.threads.insert(key, id);
         id
@@ -1314,7 +1315,7 @@ impl Batch {
         if convert {
             let record = LaunchRecord {
                 process: PROCESS,
-                thread,
+                thread: u64::from(thread),
                 tid: tid.u64().unwrap_or(0),
                 driver: call.driver,
                 start: call.start,
@@ -1411,7 +1412,7 @@ struct Sink<'c, 'd> {
     conv: Option<&'c mut TraceConverter>,
     diags: &'d mut Diagnostics,
     strings: Interner,
-    threads: HashMap<(IdKey, IdKey), u64>,
+    threads: HashMap<(IdKey, IdKey), u32>,
     ops: Vec<CpuOp>,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
@@ -1442,18 +1443,18 @@ impl<'c, 'd> Sink<'c, 'd> {
     /// Takes the next piece: its threads and names get the trace's ids (in order of first
     /// sight, as if read one event at a time) and its records join the trace's.
     fn take(&mut self, b: Batch) {
-        let threads: Vec<u64> = b
+        let threads: Vec<u32> = b
             .thread_keys
             .into_iter()
             .map(|key| {
-                let next = self.threads.len() as u64;
+                let next = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
                 *self.threads.entry(key).or_insert(next)
             })
             .collect();
         let names: Vec<u32> = (0..b.names.len())
             .map(|id| self.strings.intern(b.names.get(id as u32)))
             .collect();
-        let thread = |t: u64| threads[t as usize];
+        let thread = |t: u32| threads[t as usize];
         let name = |n: u32| names[n as usize];
         self.ops.extend(b.ops.into_iter().map(|o| CpuOp {
             thread: thread(o.thread),
@@ -1479,7 +1480,7 @@ impl<'c, 'd> Sink<'c, 'd> {
         if let Some(conv) = self.conv.as_deref_mut() {
             for l in b.launches {
                 let record = LaunchRecord {
-                    thread: thread(l.record.thread),
+                    thread: u64::from(thread(l.record.thread as u32)),
                     ..l.record
                 };
                 conv.handle_launch(record, Some(b.other_names.get(l.api)));
@@ -1839,7 +1840,7 @@ fn direct_device_time(
 
 /// For each op, the index of the innermost annotation on its thread that contains its start.
 fn innermost_annotation(ops: &[CpuOp], annotations: &[Annotation]) -> Vec<Option<usize>> {
-    let points: Vec<(u64, i64)> = ops.iter().map(|o| (o.thread, o.start)).collect();
+    let points: Vec<(u32, i64)> = ops.iter().map(|o| (o.thread, o.start)).collect();
     enclosing_annotations(&points, annotations)
         .into_iter()
         .map(|list| list.last().copied())
@@ -1848,12 +1849,12 @@ fn innermost_annotation(ops: &[CpuOp], annotations: &[Annotation]) -> Vec<Option
 
 /// For each `(thread, time)` point, the annotations on that thread that contain it, outermost
 /// first.
-fn enclosing_annotations(points: &[(u64, i64)], annotations: &[Annotation]) -> Vec<Vec<usize>> {
+fn enclosing_annotations(points: &[(u32, i64)], annotations: &[Annotation]) -> Vec<Vec<usize>> {
     let mut out = vec![Vec::new(); points.len()];
     if annotations.is_empty() {
         return out;
     }
-    let mut by_thread: HashMap<u64, Vec<usize>> = HashMap::default();
+    let mut by_thread: HashMap<u32, Vec<usize>> = HashMap::default();
     for (i, a) in annotations.iter().enumerate() {
         by_thread.entry(a.thread).or_default().push(i);
     }
@@ -1915,7 +1916,7 @@ fn infer_workload(
     probes: &[ShapeProbe],
 ) -> InferredWorkload {
     use llmprof_bundle::StageRole;
-    let points: Vec<(u64, i64)> = probes.iter().map(|p| (p.thread, p.start)).collect();
+    let points: Vec<(u32, i64)> = probes.iter().map(|p| (p.thread, p.start)).collect();
     let enclosing = enclosing_annotations(&points, annotations);
     let role = |a: usize| StageRole::of_name(&strings[annotations[a].name as usize]);
     let vocab_table = probes

@@ -1114,11 +1114,12 @@ struct GpuEvent {
     graph: Option<GraphRef>,
 }
 
-/// A launch call for the converter; `thread` is piece-local, `api` an id in
-/// [`Batch::other_names`].
+/// A launch call for the converter: its record, whose `thread` [`Sink::take`] fills in from
+/// the piece-local `thread`, and its API name, an id in [`Batch::other_names`].
 #[derive(Debug)]
 struct LaunchEvent {
     record: LaunchRecord,
+    thread: u32,
     api: u32,
 }
 
@@ -1315,7 +1316,7 @@ impl Batch {
         if convert {
             let record = LaunchRecord {
                 process: PROCESS,
-                thread: u64::from(thread),
+                thread: 0,
                 tid: tid.u64().unwrap_or(0),
                 driver: call.driver,
                 start: call.start,
@@ -1324,7 +1325,11 @@ impl Batch {
                 graph: LaunchRecord::is_graph_launch(call.name),
             };
             let api = self.other_names.intern(call.name);
-            self.launches.push(LaunchEvent { record, api });
+            self.launches.push(LaunchEvent {
+                record,
+                thread,
+                api,
+            });
         }
     }
 
@@ -1480,7 +1485,7 @@ impl<'c, 'd> Sink<'c, 'd> {
         if let Some(conv) = self.conv.as_deref_mut() {
             for l in b.launches {
                 let record = LaunchRecord {
-                    thread: u64::from(thread(l.record.thread as u32)),
+                    thread: u64::from(thread(l.thread)),
                     ..l.record
                 };
                 conv.handle_launch(record, Some(b.other_names.get(l.api)));

@@ -75,22 +75,63 @@ struct RowAcc {
     communication: bool,
 }
 
+/// A GPU op as the converter keeps it: 56 bytes (a 1 GB trace holds millions). Optional
+/// fields are flagged in `flags` rather than wrapped in `Option`s.
 #[derive(Debug)]
 struct OpAcc {
-    process: u64,
-    correlation: Option<i64>,
-    stream: u64,
     start: i64,
     end: i64,
-    row: u32,
+    correlation: i64,
     bytes: u64,
+    row: u32,
+    /// Index into [`TraceConverter::queues`]: the op's process and stream.
+    queue: u32,
     /// Index into [`TraceConverter::launch_configs`]: a kernel's grid, block and registers
     /// (32 bytes) stored once per distinct configuration, not once per op.
-    launch: Option<u32>,
+    launch: u32,
+    /// The graph the source placed the op in, and its node there (per op; a graph launch's
+    /// ops are found through the launch too).
+    graph: u32,
+    node: u32,
     kind: OpKind,
-    /// The graph the source placed the op in (per op; a graph launch's ops are found through
-    /// the launch too).
-    graph: Option<GraphRef>,
+    flags: u8,
+}
+
+const HAS_CORRELATION: u8 = 1;
+const HAS_LAUNCH: u8 = 1 << 1;
+const IN_GRAPH: u8 = 1 << 2;
+const HAS_GRAPH_ID: u8 = 1 << 3;
+const HAS_NODE: u8 = 1 << 4;
+
+impl OpAcc {
+    fn correlation(&self) -> Option<i64> {
+        (self.flags & HAS_CORRELATION != 0).then_some(self.correlation)
+    }
+
+    fn launch(&self) -> Option<u32> {
+        (self.flags & HAS_LAUNCH != 0).then_some(self.launch)
+    }
+
+    fn graph(&self) -> Option<GraphRef> {
+        (self.flags & IN_GRAPH != 0).then_some(GraphRef {
+            graph: (self.flags & HAS_GRAPH_ID != 0).then_some(self.graph),
+            node: (self.flags & HAS_NODE != 0).then_some(self.node),
+        })
+    }
+
+    fn set_graph(&mut self, g: Option<GraphRef>) {
+        self.flags &= !(IN_GRAPH | HAS_GRAPH_ID | HAS_NODE);
+        let Some(g) = g else { return };
+        self.flags |= IN_GRAPH;
+        if let Some(id) = g.graph {
+            self.flags |= HAS_GRAPH_ID;
+            self.graph = id;
+        }
+        if let Some(node) = g.node {
+            self.flags |= HAS_NODE;
+            self.node = node;
+        }
+    }
 }
 
 /// A launch call as the converter keeps it: 32 bytes where a [`LaunchRecord`] and its API
@@ -142,6 +183,9 @@ pub struct TraceConverter {
     /// Row id by name, one map per [`OpKind`].
     row_ids: [HashMap<String, u32>; 4],
     ops: Vec<OpAcc>,
+    /// The distinct `(process, stream)` pairs of the ops, by first sight.
+    queues: Vec<(u64, u64)>,
+    queue_ids: HashMap<(u64, u64), u32>,
     /// The distinct launch configurations of the ops, by first sight.
     launch_configs: Vec<Launch>,
     launch_config_ids: HashMap<Launch, u32>,
@@ -258,18 +302,26 @@ impl TraceConverter {
             *acc.launches.entry(l).or_default() += 1;
         }
         let launch = launch.map(|l| self.launch_config(l));
-        self.ops.push(OpAcc {
-            process: op.process,
-            correlation: op.correlation,
-            stream: op.stream,
+        let queue = self.queue(op.process, op.stream);
+        let mut acc = OpAcc {
             start: op.start,
             end: op.end,
-            row,
+            correlation: op.correlation.unwrap_or(0),
             bytes,
-            launch,
+            row,
+            queue,
+            launch: launch.unwrap_or(0),
+            graph: 0,
+            node: 0,
             kind,
-            graph,
-        });
+            flags: if op.correlation.is_some() {
+                HAS_CORRELATION
+            } else {
+                0
+            } | if launch.is_some() { HAS_LAUNCH } else { 0 },
+        };
+        acc.set_graph(graph);
+        self.ops.push(acc);
     }
 
     /// Makes room for `n` more GPU ops (a source that knows its count says so up front).
@@ -284,6 +336,19 @@ impl TraceConverter {
             configs.push(l);
             configs.len() as u32 - 1
         })
+    }
+
+    /// The index of `(process, stream)` in `queues`, added on first sight.
+    fn queue(&mut self, process: u64, stream: u64) -> u32 {
+        let (queues, ids) = (&mut self.queues, &mut self.queue_ids);
+        *ids.entry((process, stream)).or_insert_with(|| {
+            queues.push((process, stream));
+            queues.len() as u32 - 1
+        })
+    }
+
+    fn process(&self, op: &OpAcc) -> u64 {
+        self.queues[op.queue as usize].0
     }
 
     /// The aggregation row of a GPU op name, created on first sight.
@@ -328,7 +393,7 @@ impl TraceConverter {
     pub fn finish(mut self, diags: &mut Diagnostics) -> TraceParts {
         self.report_skipped(diags);
         let nesting = Nesting::of(&self.ranges);
-        let attribution = Attribution::of(&self.ranges, &self.launches, &self.callers, &self.ops);
+        let attribution = Attribution::of(&self);
         diags.note_n(
             "gpu_op_launch_not_recorded",
             Severity::Info,
@@ -341,7 +406,9 @@ impl TraceConverter {
             || attribution.launch_missing_example.clone(),
         );
         let graph_launch = self.mark_graph_ops(&attribution);
-        let (inst, row_stage) = self.per_instance(&attribution, &graph_launch);
+        let order = self.start_order();
+        let streams = self.streams();
+        let (inst, row_stage) = self.per_instance(&attribution, &graph_launch, &order);
 
         let members = self.members(&nesting);
         let stages = self.build_stages(&nesting, &members, &inst);
@@ -356,8 +423,8 @@ impl TraceConverter {
         let (kernels, row_to_id) = self.build_kernels(row_stages);
         let instance_kernels =
             self.instance_kernels(&nesting, &members, &attribution, &kernels, &row_to_id);
-        let totals = self.build_totals(&attribution);
-        let timeline = self.build_timeline(&nesting, &attribution, &row_to_id);
+        let totals = self.build_totals(&attribution, &order, streams.len());
+        let timeline = self.build_timeline(&nesting, &attribution, &row_to_id, &order, streams);
         TraceParts {
             stages,
             kernels,
@@ -402,20 +469,22 @@ impl TraceConverter {
             .map(|l| (self.callers[l.caller as usize].0, l.correlation))
             .collect();
         let mut graph_launch: Vec<bool> = self.launches.iter().map(|l| l.graph()).collect();
+        let queues = &self.queues;
         for (i, op) in self.ops.iter_mut().enumerate() {
+            let process = queues[op.queue as usize].0;
             let by_call = op
-                .correlation
-                .is_some_and(|c| graph_calls.contains(&(op.process, c)));
-            if op.graph.is_none() && by_call {
-                op.graph = Some(GraphRef {
+                .correlation()
+                .is_some_and(|c| graph_calls.contains(&(process, c)));
+            if op.graph().is_none() && by_call {
+                op.set_graph(Some(GraphRef {
                     graph: None,
                     node: None,
-                });
+                }));
             }
-            if op.graph.is_some() {
+            if op.graph().is_some() {
                 self.rows[op.row as usize].graph_calls += 1;
-                if let Some(l) = attribution.launch_of_op[i] {
-                    graph_launch[l as usize] = true;
+                if let Some(l) = attribution.launch(i) {
+                    graph_launch[l] = true;
                 }
             }
         }
@@ -429,12 +498,17 @@ impl TraceConverter {
         &self,
         attribution: &Attribution,
         graph_launch: &[bool],
+        order: &[u32],
     ) -> (Vec<InstanceAcc>, RowStage) {
         let mut inst = vec![InstanceAcc::default(); self.ranges.len()];
-        let mut intervals: Vec<(u32, bool, i64, i64)> = Vec::new();
+        // Per range: the union of its ops' intervals, and of its graph ops' (fed in start
+        // order).
+        let mut busy = vec![(Union::default(), Union::default()); self.ranges.len()];
         let mut row_stage = RowStage::default();
         let mut seen_stages: Vec<u32> = Vec::new();
-        for (op_idx, op) in self.ops.iter().enumerate() {
+        for &op_idx in order {
+            let op_idx = op_idx as usize;
+            let op = &self.ops[op_idx];
             let containing = attribution.ranges_of(op_idx);
             let dur = span(op.start, op.end);
             seen_stages.clear();
@@ -443,7 +517,7 @@ impl TraceConverter {
                 if op.kind == OpKind::Kernel {
                     a.kernel_ns += dur;
                     a.kernels += 1;
-                    a.graph_kernels += u64::from(op.graph.is_some());
+                    a.graph_kernels += u64::from(op.graph().is_some());
                 }
                 // Nsight Systems projects kernels, memcpys and memsets, not graph spans.
                 if op.kind != OpKind::Graph {
@@ -451,7 +525,11 @@ impl TraceConverter {
                     a.gpu_end = Some(a.gpu_end.map_or(op.end, |e: i64| e.max(op.end)));
                 }
                 a.last_end = Some(a.last_end.map_or(op.end, |e: i64| e.max(op.end)));
-                intervals.push((r, op.graph.is_some(), op.start, op.end));
+                let (all, graph) = &mut busy[r as usize];
+                all.add(op.start, op.end);
+                if op.graph().is_some() {
+                    graph.add(op.start, op.end);
+                }
                 let stage = self.ranges[r as usize].stage;
                 if !seen_stages.contains(&stage) {
                     seen_stages.push(stage);
@@ -462,14 +540,10 @@ impl TraceConverter {
             }
         }
         self.count_launches(attribution, graph_launch, &mut inst);
-        for (a, r) in inst.iter_mut().zip(&self.ranges) {
+        for ((a, r), (all, graph)) in inst.iter_mut().zip(&self.ranges).zip(busy) {
             a.window_ns = span(r.start, a.last_end.map_or(r.end, |e| e.max(r.end)));
-        }
-        intervals.sort_unstable();
-        for chunk in intervals.chunk_by(|a, b| a.0 == b.0) {
-            let a = &mut inst[chunk[0].0 as usize];
-            a.busy = union_len(chunk.iter().map(|&(_, _, s, e)| (s, e)));
-            a.graph_busy = union_len(chunk.iter().filter(|c| c.1).map(|&(_, _, s, e)| (s, e)));
+            a.busy = all.len();
+            a.graph_busy = graph.len();
         }
         (inst, row_stage)
     }
@@ -485,8 +559,8 @@ impl TraceConverter {
     ) {
         let mut counted = vec![false; self.launches.len()];
         let mut counted_op = vec![false; self.launches.len()];
-        for (op_idx, launch) in attribution.launch_of_op.iter().enumerate() {
-            let Some(l) = launch.map(|l| l as usize) else {
+        for op_idx in 0..self.ops.len() {
+            let Some(l) = attribution.launch(op_idx) else {
                 continue;
             };
             let ranges = attribution.ranges_of(op_idx);
@@ -726,7 +800,7 @@ impl TraceConverter {
             .collect()
     }
 
-    fn build_totals(&self, attribution: &Attribution) -> Totals {
+    fn build_totals(&self, attribution: &Attribution, order: &[u32], streams: usize) -> Totals {
         let mut t = Totals::default();
         let mut graph_calls: Vec<(u64, i64)> = Vec::new();
         for op in &self.ops {
@@ -735,7 +809,7 @@ impl TraceConverter {
                 OpKind::Kernel => {
                     t.kernels += 1;
                     t.kernel_ns += dur;
-                    t.graph_kernels += u64::from(op.graph.is_some());
+                    t.graph_kernels += u64::from(op.graph().is_some());
                 }
                 OpKind::Memcpy => {
                     t.memcpys += 1;
@@ -750,8 +824,8 @@ impl TraceConverter {
                     t.graph_ns += dur;
                 }
             }
-            if let (Some(_), Some(c)) = (op.graph, op.correlation) {
-                graph_calls.push((op.process, c));
+            if let (Some(_), Some(c)) = (op.graph(), op.correlation()) {
+                graph_calls.push((self.process(op), c));
             }
         }
         graph_calls.sort_unstable();
@@ -759,7 +833,7 @@ impl TraceConverter {
         t.graph_launches = graph_calls.len() as u64;
         t.graph_trace = if t.graphs > 0 {
             Some(GraphTrace::Graph)
-        } else if self.ops.iter().any(|o| o.graph.is_some()) {
+        } else if self.ops.iter().any(|o| o.graph().is_some()) {
             Some(GraphTrace::Node)
         } else {
             None
@@ -769,20 +843,34 @@ impl TraceConverter {
         if let (Some(f), Some(l)) = (first, last) {
             t.gpu_span_ns = span(f, l);
         }
-        t.gpu_busy_ns = union_len(
-            self.ops
-                .iter()
-                .map(|o| (o.start, o.end))
-                .collect::<Vec<_>>(),
-        );
+        let mut busy = Union::default();
+        for &i in order {
+            busy.add(self.ops[i as usize].start, self.ops[i as usize].end);
+        }
+        t.gpu_busy_ns = busy.len();
         t.unattributed_gpu_ops = (0..self.ops.len())
             .filter(|&i| attribution.ranges_of(i).is_empty())
             .count() as u64;
-        let mut streams: Vec<u64> = self.ops.iter().map(|o| o.stream).collect();
+        t.streams = streams as u32;
+        t
+    }
+
+    /// Op indices by start, then end, then input order.
+    fn start_order(&self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.ops.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| {
+            let op = &self.ops[i as usize];
+            (op.start, op.end, i)
+        });
+        order
+    }
+
+    /// The distinct streams of the ops, sorted.
+    fn streams(&self) -> Vec<u64> {
+        let mut streams: Vec<u64> = self.queues.iter().map(|q| q.1).collect();
         streams.sort_unstable();
         streams.dedup();
-        t.streams = streams.len() as u32;
-        t
+        streams
     }
 
     /// The first start and the last end of every op and range (0, 0 when there is none).
@@ -817,19 +905,15 @@ impl TraceConverter {
         nesting: &Nesting,
         attribution: &Attribution,
         row_to_id: &[u32],
+        order: &[u32],
+        streams: Vec<u64>,
     ) -> Timeline {
         let (t0, end) = self.time_bounds();
-        let mut streams: Vec<u64> = self.ops.iter().map(|o| o.stream).collect();
-        streams.sort_unstable();
-        streams.dedup();
         let stream_idx = |s: u64| streams.binary_search(&s).unwrap_or(0) as u32;
-
-        let mut order: Vec<usize> = (0..self.ops.len()).collect();
-        order.sort_by_key(|&i| (self.ops[i].start, self.ops[i].end));
         let graph_ids = self
             .ops
             .iter()
-            .any(|o| o.graph.is_some_and(|g| g.graph.is_some()));
+            .any(|o| o.graph().is_some_and(|g| g.graph.is_some()));
         let n_kernels = (self.ops.iter())
             .filter(|o| matches!(o.kind, OpKind::Kernel | OpKind::Graph))
             .count();
@@ -842,7 +926,8 @@ impl TraceConverter {
         for (pos, &r) in nesting.order.iter().enumerate() {
             range_pos[r] = pos as u32;
         }
-        for &i in &order {
+        for &i in order {
+            let i = i as usize;
             let op = &self.ops[i];
             let innermost = attribution.innermost(i);
             let stage = innermost.map(|r| self.ranges[r as usize].stage);
@@ -851,16 +936,18 @@ impl TraceConverter {
             let id = row_to_id[op.row as usize];
             if matches!(op.kind, OpKind::Kernel | OpKind::Graph) {
                 if graph_ids {
-                    kernels.graph.push(op.graph.and_then(|g| g.graph));
-                    kernels.graph_node.push(op.graph.and_then(|g| g.node));
+                    kernels.graph.push(op.graph().and_then(|g| g.graph));
+                    kernels.graph_node.push(op.graph().and_then(|g| g.node));
                 }
                 kernels.start.push(rel);
                 kernels.dur.push(dur);
-                kernels.stream.push(stream_idx(op.stream));
+                kernels
+                    .stream
+                    .push(stream_idx(self.queues[op.queue as usize].1));
                 kernels.kernel.push(id);
                 kernels.stage.push(stage);
                 kernels.range.push(innermost.map(|r| range_pos[r as usize]));
-                kernels.launch.push(op.launch.map(|c| {
+                kernels.launch.push(op.launch().map(|c| {
                     let l = self.launch_configs[c as usize];
                     *launch_ids.entry(l).or_insert_with(|| {
                         launches.push(l);
@@ -870,22 +957,25 @@ impl TraceConverter {
             } else {
                 mem_ops.start.push(rel);
                 mem_ops.dur.push(dur);
-                mem_ops.stream.push(stream_idx(op.stream));
+                mem_ops
+                    .stream
+                    .push(stream_idx(self.queues[op.queue as usize].1));
                 mem_ops.kernel.push(id);
                 mem_ops.bytes.push(op.bytes);
                 mem_ops.stage.push(stage);
             }
         }
-        let (mut calls, op_call) = self.timeline_calls(t0);
+        let (mut calls, call_pos) = self.timeline_calls(attribution, t0);
         if !calls.is_empty() {
             calls.kernel_call.reserve_exact(n_kernels);
             calls.mem_op_call.reserve_exact(self.ops.len() - n_kernels);
-            for &i in &order {
+            for &i in order {
+                let i = i as usize;
                 let column = match self.ops[i].kind {
                     OpKind::Kernel | OpKind::Graph => &mut calls.kernel_call,
                     _ => &mut calls.mem_op_call,
                 };
-                column.push(op_call[i]);
+                column.push(attribution.launch(i).map(|l| call_pos[l]));
             }
         }
         let ranges = self.timeline_ranges(nesting, t0);
@@ -904,33 +994,28 @@ impl TraceConverter {
         }
     }
 
-    /// The launch calls of the traced ops (joined on `(process, correlation)`), sorted by
-    /// start, and per op its call's position among them.
-    fn timeline_calls(&self, t0: i64) -> (TimelineCalls, Vec<Option<u32>>) {
-        let by_corr: HashMap<(u64, i64), usize> = self
-            .launches
-            .iter()
-            .enumerate()
-            .map(|(i, l)| ((self.callers[l.caller as usize].0, l.correlation), i))
+    /// The launch calls of the traced ops, sorted by start, and per launch record its
+    /// position among them ([`NO_LAUNCH`] for those that ran no traced op).
+    fn timeline_calls(&self, attribution: &Attribution, t0: i64) -> (TimelineCalls, Vec<u32>) {
+        let mut used: Vec<u32> = (0..self.ops.len())
+            .filter_map(|i| attribution.launch(i).map(|l| l as u32))
             .collect();
-        let launch_of: Vec<Option<usize>> = self
-            .ops
-            .iter()
-            .map(|o| {
-                o.correlation
-                    .and_then(|c| by_corr.get(&(o.process, c)).copied())
-            })
-            .collect();
-        let mut used: Vec<usize> = launch_of.iter().flatten().copied().collect();
-        used.sort_unstable_by_key(|&l| (self.launches[l].start, l));
+        used.sort_unstable_by_key(|&l| (self.launches[l as usize].start, l));
         used.dedup();
-        let mut pos: HashMap<usize, u32> = HashMap::default();
+        let mut pos = vec![
+            NO_LAUNCH;
+            if used.is_empty() {
+                0
+            } else {
+                self.launches.len()
+            }
+        ];
         let mut calls = TimelineCalls::default();
         let mut name_ids: HashMap<(u32, bool), u32> = HashMap::default();
         let mut thread_ids: HashMap<u64, u32> = HashMap::default();
         for (p, &l) in used.iter().enumerate() {
-            pos.insert(l, p as u32);
-            let rec = &self.launches[l];
+            pos[l as usize] = p as u32;
+            let rec = &self.launches[l as usize];
             let tid = self.callers[rec.caller as usize].2;
             calls.start.push(rec.start - t0);
             calls.dur.push(span(rec.start, rec.end));
@@ -949,8 +1034,7 @@ impl TraceConverter {
             });
             calls.name.push(name);
         }
-        let op_call = launch_of.iter().map(|l| l.map(|l| pos[&l])).collect();
-        (calls, op_call)
+        (calls, pos)
     }
 }
 
@@ -1054,118 +1138,137 @@ impl Nesting {
     }
 }
 
-/// Which range instances each GPU op belongs to.
+/// Which launch ran each GPU op, and which range instances each launch belongs to.
+///
+/// Kept small: a 1 GB trace has millions of ops and launches. Launches are found by binary
+/// search in one sorted index rather than hash maps, and ranges are stored once per launch
+/// (all the ops of a launch share them).
 struct Attribution {
-    /// Per op: (offset, len) into `arena`; the last entry is the innermost range.
+    /// Per op: the launch record with its `(process, correlation)` (the last in input order
+    /// where several have it), or [`NO_LAUNCH`].
+    launch_of_op: Vec<u32>,
+    /// Per launch: `(offset, len)` into `arena`, the range instances open on its thread at
+    /// its start, outermost first.
     spans: Vec<(u32, u32)>,
     arena: Vec<u32>,
-    /// Per op: the launch record that launched it, when it started inside some range.
-    launch_of_op: Vec<Option<u32>>,
     launch_missing: u64,
     launch_missing_example: String,
 }
 
+const NO_LAUNCH: u32 = u32::MAX;
+
 impl Attribution {
-    fn of(
-        ranges: &[RangeAcc],
-        launches: &[LaunchAcc],
-        callers: &[Caller],
-        ops: &[OpAcc],
-    ) -> Attribution {
-        let process = |l: &LaunchAcc| callers[l.caller as usize].0;
-        let thread = |l: &LaunchAcc| callers[l.caller as usize].1;
-        // Ranges per thread, by start; a range ended on another thread owns no GPU work.
-        let mut thread_ranges: HashMap<u64, Vec<usize>> = HashMap::default();
-        for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.projects) {
-            thread_ranges.entry(r.thread).or_default().push(i);
-        }
-        for list in thread_ranges.values_mut() {
-            list.sort_by_key(|&i| (ranges[i].start, std::cmp::Reverse(ranges[i].end)));
-        }
-        // Launches per thread, by start; only threads that have ranges matter.
-        let mut thread_launches: HashMap<u64, Vec<usize>> = HashMap::default();
-        for (i, l) in launches.iter().enumerate() {
-            if thread_ranges.contains_key(&thread(l)) {
-                thread_launches.entry(thread(l)).or_default().push(i);
-            }
-        }
-        let mut arena: Vec<u32> = Vec::new();
-        let mut launch_ranges: HashMap<(u64, i64), (u32, u32, u32)> = HashMap::default();
-        let mut active: Vec<usize> = Vec::new();
-        for (thread, mut idxs) in thread_launches {
-            idxs.sort_by_key(|&i| launches[i].start);
-            let rs = &thread_ranges[&thread];
-            let mut next = 0;
-            active.clear();
-            for li in idxs {
-                let l = &launches[li];
-                while next < rs.len() && ranges[rs[next]].start <= l.start {
-                    active.push(rs[next]);
-                    next += 1;
-                }
-                active.retain(|&r| ranges[r].end > l.start);
-                if active.is_empty() {
-                    continue;
-                }
-                let offset = arena.len() as u32;
-                arena.extend(active.iter().map(|&r| r as u32));
-                launch_ranges.insert(
-                    (process(l), l.correlation),
-                    (offset, active.len() as u32, li as u32),
-                );
-            }
-        }
-        let all_launches: rustc_hash::FxHashSet<(u64, i64)> = if launches.is_empty() {
-            Default::default()
-        } else {
-            launches
-                .iter()
-                .map(|l| (process(l), l.correlation))
-                .collect()
-        };
+    fn of(conv: &TraceConverter) -> Attribution {
+        let (launches, callers) = (&conv.launches, &conv.callers);
+        let (spans, arena) = launch_ranges(&conv.ranges, launches, callers);
+        let process = |l: u32| callers[launches[l as usize].caller as usize].0;
+        let key = |l: u32| (process(l), launches[l as usize].correlation, l);
+        // Launch indices by (process, correlation, index).
+        let mut by_key: Vec<u32> = (0..launches.len() as u32).collect();
+        by_key.sort_unstable_by_key(|&l| key(l));
         let mut launch_missing = 0;
         let mut launch_missing_example = String::new();
-        let mut launch_of_op = Vec::with_capacity(ops.len());
-        let spans = ops
-            .iter()
+        let launch_of_op = (conv.ops.iter())
             .map(|op| {
-                let Some(corr) = op.correlation else {
-                    launch_of_op.push(None);
-                    return (0, 0);
+                let Some(corr) = op.correlation() else {
+                    return NO_LAUNCH;
                 };
-                let key = (op.process, corr);
-                if let Some(&(offset, len, launch)) = launch_ranges.get(&key) {
-                    launch_of_op.push(Some(launch));
-                    return (offset, len);
-                }
-                launch_of_op.push(None);
-                if !all_launches.contains(&key) {
-                    launch_missing += 1;
-                    if launch_missing_example.is_empty() {
-                        launch_missing_example =
-                            format!("correlation id {corr} (op start {})", op.start);
+                let p = conv.process(op);
+                let end = by_key.partition_point(|&l| key(l) <= (p, corr, NO_LAUNCH));
+                match end.checked_sub(1).map(|i| by_key[i]) {
+                    Some(l) if key(l).0 == p && key(l).1 == corr => l,
+                    _ => {
+                        launch_missing += 1;
+                        if launch_missing_example.is_empty() {
+                            launch_missing_example =
+                                format!("correlation id {corr} (op start {})", op.start);
+                        }
+                        NO_LAUNCH
                     }
                 }
-                (0, 0)
             })
             .collect();
         Attribution {
+            launch_of_op,
             spans,
             arena,
-            launch_of_op,
             launch_missing,
             launch_missing_example,
         }
     }
 
+    /// The launch record that ran `op`, if the trace has it.
+    fn launch(&self, op: usize) -> Option<usize> {
+        let l = self.launch_of_op[op];
+        (l != NO_LAUNCH).then_some(l as usize)
+    }
+
+    /// The range instances `op` belongs to, outermost first.
     fn ranges_of(&self, op: usize) -> &[u32] {
-        let (offset, len) = self.spans[op];
+        let Some(l) = self.launch(op) else {
+            return &[];
+        };
+        let (offset, len) = self.spans[l];
         &self.arena[offset as usize..(offset + len) as usize]
     }
 
     fn innermost(&self, op: usize) -> Option<u32> {
         self.ranges_of(op).last().copied()
     }
+}
+
+/// Per launch, the range instances open on its thread at its start: `(offset, len)` into the
+/// returned arena. A range ended on another thread owns no GPU work.
+fn launch_ranges(
+    ranges: &[RangeAcc],
+    launches: &[LaunchAcc],
+    callers: &[Caller],
+) -> (Vec<(u32, u32)>, Vec<u32>) {
+    let thread = |l: &LaunchAcc| callers[l.caller as usize].1;
+    // Ranges per thread, by start, longest first.
+    let mut thread_ranges: HashMap<u64, Vec<u32>> = HashMap::default();
+    for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.projects) {
+        thread_ranges.entry(r.thread).or_default().push(i as u32);
+    }
+    for list in thread_ranges.values_mut() {
+        list.sort_by_key(|&i| {
+            (
+                ranges[i as usize].start,
+                std::cmp::Reverse(ranges[i as usize].end),
+            )
+        });
+    }
+    // Launches on threads that have ranges, by thread and start.
+    let mut order: Vec<u32> = (0..launches.len() as u32)
+        .filter(|&l| thread_ranges.contains_key(&thread(&launches[l as usize])))
+        .collect();
+    order.sort_unstable_by_key(|&l| {
+        let launch = &launches[l as usize];
+        (thread(launch), launch.start, l)
+    });
+    let mut spans = vec![(0u32, 0u32); launches.len()];
+    let mut arena: Vec<u32> = Vec::new();
+    let mut active: Vec<u32> = Vec::new();
+    for group in
+        order.chunk_by(|&a, &b| thread(&launches[a as usize]) == thread(&launches[b as usize]))
+    {
+        let rs = &thread_ranges[&thread(&launches[group[0] as usize])];
+        let mut next = 0;
+        active.clear();
+        for &li in group {
+            let start = launches[li as usize].start;
+            while next < rs.len() && ranges[rs[next] as usize].start <= start {
+                active.push(rs[next]);
+                next += 1;
+            }
+            active.retain(|&r| ranges[r as usize].end > start);
+            if !active.is_empty() {
+                spans[li as usize] = (arena.len() as u32, active.len() as u32);
+                arena.extend_from_slice(&active);
+            }
+        }
+    }
+    (spans, arena)
 }
 
 /// The `kernels[]` name of a graph traced whole.
@@ -1178,26 +1281,29 @@ pub(crate) fn span(start: i64, end: i64) -> u64 {
     (end as i128 - start as i128).clamp(0, u64::MAX as i128) as u64
 }
 
-/// Total length of the union of `[start, end)` intervals.
-fn union_len(intervals: impl IntoIterator<Item = (i64, i64)>) -> u64 {
-    let mut v: Vec<(i64, i64)> = intervals.into_iter().collect();
-    v.sort_unstable();
-    let mut total = 0u64;
-    let mut cur: Option<(i64, i64)> = None;
-    for (s, e) in v {
-        match cur {
-            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += span(cs, ce);
-                cur = Some((s, e));
+/// The total length of the union of `[start, end)` intervals fed in (start, end) order.
+#[derive(Debug, Clone, Copy, Default)]
+struct Union {
+    closed: u64,
+    /// The run of overlapping intervals still open to extension.
+    open: Option<(i64, i64)>,
+}
+
+impl Union {
+    fn add(&mut self, start: i64, end: i64) {
+        self.open = match self.open {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                self.closed += span(s, e);
+                Some((start, end))
             }
-            None => cur = Some((s, e)),
-        }
+            None => Some((start, end)),
+        };
     }
-    if let Some((cs, ce)) = cur {
-        total += span(cs, ce);
+
+    fn len(&self) -> u64 {
+        self.closed + self.open.map_or(0, |(s, e)| span(s, e))
     }
-    total
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -1565,7 +1671,15 @@ mod tests {
 
     #[test]
     fn union_merges_overlaps() {
-        assert_eq!(union_len([(0, 10), (5, 15), (20, 30)]), 25);
-        assert_eq!(union_len(Vec::<(i64, i64)>::new()), 0);
+        let len = |intervals: &[(i64, i64)]| {
+            let mut u = Union::default();
+            for &(s, e) in intervals {
+                u.add(s, e);
+            }
+            u.len()
+        };
+        assert_eq!(len(&[(0, 10), (5, 15), (20, 30)]), 25);
+        assert_eq!(len(&[(0, 10), (10, 12), (11, 11)]), 12);
+        assert_eq!(len(&[]), 0);
     }
 }

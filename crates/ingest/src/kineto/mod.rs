@@ -16,9 +16,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
 
-use llmprof_bundle::{
-    Device, Launch, Operator, OperatorStage, Severity, Source, StageKind, ToolInfo,
-};
+use llmprof_bundle::{Device, Launch, Severity, Source, StageKind, ToolInfo};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -32,6 +30,11 @@ use crate::intern::Interner;
 use crate::nsys::cuda_version;
 use crate::records::{CommArgs, GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use crate::SourceFacts;
+
+mod operators;
+
+use operators::{CpuOp, DeviceTimes};
+pub use operators::{OperatorCalls, TraceOperators};
 
 /// One trace is one process as far as correlation ids go.
 const PROCESS: u64 = 0;
@@ -49,43 +52,6 @@ pub struct KinetoInput {
     pub calls: OperatorCalls,
     /// Token counts read from operator shapes.
     pub inferred: InferredWorkload,
-}
-
-/// The trace's `cpu_op` calls and what their operator table needs: the annotations that
-/// enclose them and the GPU ops they launched.
-#[derive(Debug, Default)]
-pub struct OperatorCalls {
-    strings: Vec<String>,
-    ops: Vec<CpuOp>,
-    annotations: Vec<Annotation>,
-    gpu_ops: Vec<DeviceOp>,
-    runtime_ext: HashMap<i64, i64>,
-}
-
-/// The operator table of a trace.
-#[derive(Debug, Default)]
-pub struct TraceOperators {
-    /// Heaviest on the device first; `by_stage[].stage` indexes `stage_names` until
-    /// [`crate::resolve_operator_stages`] maps it to bundle stage ids.
-    pub operators: Vec<Operator>,
-    pub stage_names: Vec<String>,
-}
-
-impl OperatorCalls {
-    /// Aggregates the calls per operator name.
-    pub fn operators(self) -> TraceOperators {
-        let (operators, stage_names) = operators(
-            &self.strings,
-            &self.ops,
-            &self.annotations,
-            &self.gpu_ops,
-            &self.runtime_ext,
-        );
-        TraceOperators {
-            operators,
-            stage_names,
-        }
-    }
 }
 
 /// Parses the trace at `path`. GPU ops, launches and annotations are fed to `conv` when it is
@@ -145,7 +111,7 @@ fn read_chunked(
         ops,
         annotations,
         probes,
-        gpu_ops,
+        device,
         runtime_ext,
         first_ts,
         counts,
@@ -180,7 +146,7 @@ fn read_chunked(
             strings,
             ops,
             annotations,
-            gpu_ops,
+            device,
             runtime_ext,
         },
         inferred,
@@ -1007,15 +973,6 @@ pub(crate) fn micros_text_to_ns(text: &str) -> Option<i64> {
 // ---------------------------------------------------------------------------------------------
 // The sink: keeps what llmprof needs of each event.
 
-#[derive(Debug)]
-struct CpuOp {
-    start: i64,
-    end: i64,
-    external_id: Option<i64>,
-    thread: u32,
-    name: u32,
-}
-
 /// A shape-probe operator call (see [`SHAPE_PROBES`]).
 #[derive(Debug)]
 struct ShapeProbe {
@@ -1032,13 +989,6 @@ struct Annotation {
     start: i64,
     end: i64,
     name: u32,
-}
-
-#[derive(Debug)]
-struct DeviceOp {
-    external_id: Option<i64>,
-    correlation: Option<i64>,
-    dur: u64,
 }
 
 #[derive(Debug, Default)]
@@ -1137,7 +1087,7 @@ struct Batch {
     ops: Vec<CpuOp>,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
-    gpu_ops: Vec<DeviceOp>,
+    device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
     runtime_ext: Vec<(i64, i64)>,
     launches: Vec<LaunchEvent>,
@@ -1274,13 +1224,8 @@ impl Batch {
             });
         }
         let name = self.names.intern(name);
-        self.ops.push(CpuOp {
-            thread,
-            start,
-            end,
-            name,
-            external_id: args.external_id.i64(),
-        });
+        self.ops
+            .push(CpuOp::new(thread, name, start, end, args.external_id.i64()));
     }
 
     /// A `user_annotation` event (`record_function`): a range.
@@ -1349,11 +1294,8 @@ impl Batch {
                 .gpu_without_correlation_example
                 .get_or_insert_with(|| format!("{cat} `{name}`"));
         }
-        self.gpu_ops.push(DeviceOp {
-            external_id: args.external_id.i64(),
-            correlation,
-            dur: span(start, end),
-        });
+        self.device
+            .push(args.external_id.i64(), correlation, span(start, end));
         if !convert {
             return;
         }
@@ -1421,9 +1363,9 @@ struct Sink<'c, 'd> {
     ops: Vec<CpuOp>,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
-    gpu_ops: Vec<DeviceOp>,
-    /// correlation id -> External id of the launching runtime call.
-    runtime_ext: HashMap<i64, i64>,
+    device: DeviceTimes,
+    /// (correlation id, External id of the launching runtime call), in file order.
+    runtime_ext: Vec<(i64, i64)>,
     first_ts: Option<i64>,
     counts: Counts,
 }
@@ -1438,8 +1380,8 @@ impl<'c, 'd> Sink<'c, 'd> {
             ops: Vec::new(),
             annotations: Vec::new(),
             probes: Vec::new(),
-            gpu_ops: Vec::new(),
-            runtime_ext: HashMap::default(),
+            device: DeviceTimes::default(),
+            runtime_ext: Vec::new(),
             first_ts: None,
             counts: Counts::default(),
         }
@@ -1461,11 +1403,11 @@ impl<'c, 'd> Sink<'c, 'd> {
             .collect();
         let thread = |t: u32| threads[t as usize];
         let name = |n: u32| names[n as usize];
-        self.ops.extend(b.ops.into_iter().map(|o| CpuOp {
-            thread: thread(o.thread),
-            name: name(o.name),
-            ..o
-        }));
+        self.ops.extend(
+            b.ops
+                .into_iter()
+                .map(|o| o.renumbered(thread(o.thread()), name(o.name()))),
+        );
         self.annotations
             .extend(b.annotations.into_iter().map(|a| Annotation {
                 thread: thread(a.thread),
@@ -1476,7 +1418,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             thread: thread(p.thread),
             ..p
         }));
-        self.gpu_ops.extend(b.gpu_ops);
+        self.device.append(b.device);
         self.runtime_ext.extend(b.runtime_ext);
         if let Some(first) = b.first_ts {
             self.first_ts = Some(self.first_ts.map_or(first, |f| f.min(first)));
@@ -1597,259 +1539,6 @@ fn report_counts(c: &Counts, diags: &mut Diagnostics) {
                 .join(", ")
         },
     );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Operators
-
-/// An operator's row while its calls are added.
-#[derive(Debug, Default, Clone)]
-struct OpAgg {
-    calls: u64,
-    cpu_total: u64,
-    cpu_self: u64,
-    device_total: u64,
-    device_self: u64,
-    gpu_ops: u64,
-    by_stage: HashMap<u32, OperatorStage>,
-}
-
-/// Aggregates `cpu_op` events per name; see the bundle docs for self vs inclusive columns.
-/// Returns the operators, heaviest on the device first, and the names their `by_stage` ids
-/// index.
-fn operators(
-    strings: &[String],
-    ops: &[CpuOp],
-    annotations: &[Annotation],
-    gpu_ops: &[DeviceOp],
-    runtime_ext: &HashMap<i64, i64>,
-) -> (Vec<Operator>, Vec<String>) {
-    let facts = CallFacts::new(ops, gpu_ops, runtime_ext);
-    // Innermost annotation enclosing each op's start, on the op's thread.
-    let stage_of = innermost_annotation(ops, annotations);
-    let mut stage_names: Vec<String> = Vec::new();
-    let mut stage_ids: HashMap<u32, u32> = HashMap::default();
-
-    let mut aggs: HashMap<u32, OpAgg> = HashMap::default();
-    for (i, op) in ops.iter().enumerate() {
-        let call = facts.call(i, op);
-        let a = aggs.entry(op.name).or_default();
-        a.add(&call);
-        if let Some(ann) = stage_of[i] {
-            let name = annotations[ann].name;
-            let next = stage_names.len() as u32;
-            let sid = *stage_ids.entry(name).or_insert(next);
-            if sid == next {
-                stage_names.push(strings[name as usize].clone());
-            }
-            a.add_to_stage(sid, &call);
-        }
-    }
-    let mut out: Vec<Operator> = aggs
-        .into_iter()
-        .map(|(name, a)| a.into_operator(strings[name as usize].clone()))
-        .collect();
-    out.sort_by(|a, b| {
-        b.device_ns
-            .cmp(&a.device_ns)
-            .then(b.cpu_total_ns.cmp(&a.cpu_total_ns))
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    (out, stage_names)
-}
-
-impl OpAgg {
-    /// Adds a call: self columns always, inclusive ones only for the outermost call of a name
-    /// (so recursion is not counted twice).
-    fn add(&mut self, c: &Call) {
-        self.calls += 1;
-        self.cpu_self += c.self_cpu;
-        self.device_self += c.device_self;
-        self.gpu_ops += c.gpu_ops;
-        if c.outermost {
-            self.cpu_total += c.dur;
-            self.device_total += c.device_total;
-        }
-    }
-
-    /// Adds a call to the operator's row of stage `stage`.
-    fn add_to_stage(&mut self, stage: u32, c: &Call) {
-        let s = self.by_stage.entry(stage).or_insert(OperatorStage {
-            stage,
-            calls: 0,
-            cpu_total_ns: 0,
-            cpu_self_ns: 0,
-            device_ns: 0,
-        });
-        s.calls += 1;
-        s.cpu_self_ns += c.self_cpu;
-        if c.outermost {
-            s.cpu_total_ns += c.dur;
-            s.device_ns += c.device_total;
-        }
-    }
-
-    /// The operator's row, its stages in stage order.
-    fn into_operator(self, name: String) -> Operator {
-        let mut by_stage: Vec<OperatorStage> = self.by_stage.into_values().collect();
-        by_stage.sort_by_key(|s| s.stage);
-        Operator {
-            name,
-            calls: self.calls,
-            cpu_total_ns: self.cpu_total,
-            cpu_self_ns: self.cpu_self,
-            device_ns: self.device_total,
-            device_self_ns: self.device_self,
-            gpu_ops: self.gpu_ops,
-            cpu_mean_ns: self.cpu_total as f64 / self.calls.max(1) as f64,
-            device_mean_ns: self.device_total as f64 / self.calls.max(1) as f64,
-            by_stage,
-        }
-    }
-}
-
-/// One operator call's contribution to its row.
-struct Call {
-    /// Wall time of the call.
-    dur: u64,
-    /// Wall time minus that of the calls directly nested in it.
-    self_cpu: u64,
-    /// Device time of the GPU ops the call launched itself.
-    device_self: u64,
-    /// GPU ops the call launched itself.
-    gpu_ops: u64,
-    /// Device time of the call and of every call nested in it.
-    device_total: u64,
-    /// No enclosing call has the same name.
-    outermost: bool,
-}
-
-/// Per-call facts of the operator table, indexed like the `ops` they were computed from.
-struct CallFacts {
-    device_self: Vec<u64>,
-    direct_ops: Vec<u64>,
-    device_total: Vec<u64>,
-    child_cpu: Vec<u64>,
-    nested_in_same_name: Vec<bool>,
-}
-
-impl CallFacts {
-    fn new(ops: &[CpuOp], gpu_ops: &[DeviceOp], runtime_ext: &HashMap<i64, i64>) -> Self {
-        let (device_self, direct_ops) = direct_device_time(ops, gpu_ops, runtime_ext);
-        let nesting = Nesting::new(ops);
-        let device_total = nesting.inclusive(&device_self);
-        CallFacts {
-            device_self,
-            direct_ops,
-            device_total,
-            child_cpu: nesting.child_cpu,
-            nested_in_same_name: nesting.nested_in_same_name,
-        }
-    }
-
-    /// What call `i` adds to its operator's row.
-    fn call(&self, i: usize, op: &CpuOp) -> Call {
-        let dur = span(op.start, op.end);
-        Call {
-            dur,
-            self_cpu: dur.saturating_sub(self.child_cpu[i]),
-            device_self: self.device_self[i],
-            gpu_ops: self.direct_ops[i],
-            device_total: self.device_total[i],
-            outermost: !self.nested_in_same_name[i],
-        }
-    }
-}
-
-/// How calls nest on each thread: a call contains those that start before it ends.
-struct Nesting {
-    /// Call indices by thread, start, and longest first.
-    order: Vec<usize>,
-    parent: Vec<Option<usize>>,
-    /// Whether an enclosing call has the same name.
-    nested_in_same_name: Vec<bool>,
-    /// Wall time of the calls directly nested in each call.
-    child_cpu: Vec<u64>,
-}
-
-impl Nesting {
-    fn new(ops: &[CpuOp]) -> Self {
-        let mut order: Vec<usize> = (0..ops.len()).collect();
-        order.sort_by_key(|&i| (ops[i].thread, ops[i].start, std::cmp::Reverse(ops[i].end)));
-        let mut parent: Vec<Option<usize>> = vec![None; ops.len()];
-        let mut nested_in_same_name = vec![false; ops.len()];
-        let mut child_cpu = vec![0u64; ops.len()];
-        let mut stack: Vec<usize> = Vec::new();
-        let mut current_thread = None;
-        for &i in &order {
-            let op = &ops[i];
-            if current_thread != Some(op.thread) {
-                stack.clear();
-                current_thread = Some(op.thread);
-            }
-            while stack.last().is_some_and(|&top| ops[top].end <= op.start) {
-                stack.pop();
-            }
-            if let Some(&p) = stack.last() {
-                parent[i] = Some(p);
-                child_cpu[p] += span(op.start, op.end);
-            }
-            nested_in_same_name[i] = stack.iter().any(|&a| ops[a].name == op.name);
-            stack.push(i);
-        }
-        Nesting {
-            order,
-            parent,
-            nested_in_same_name,
-            child_cpu,
-        }
-    }
-
-    /// Each call's `own` value plus those of every call nested in it.
-    fn inclusive(&self, own: &[u64]) -> Vec<u64> {
-        let mut total = own.to_vec();
-        for &i in self.order.iter().rev() {
-            if let Some(p) = self.parent[i] {
-                total[p] += total[i];
-            }
-        }
-        total
-    }
-}
-
-/// Device time and GPU ops each call launched directly: a GPU op belongs to the call with its
-/// External id, or that of the runtime call with its correlation id.
-fn direct_device_time(
-    ops: &[CpuOp],
-    gpu_ops: &[DeviceOp],
-    runtime_ext: &HashMap<i64, i64>,
-) -> (Vec<u64>, Vec<u64>) {
-    let by_ext: HashMap<i64, usize> = ops
-        .iter()
-        .enumerate()
-        .filter_map(|(i, o)| o.external_id.map(|e| (e, i)))
-        .collect();
-    let mut device_self = vec![0u64; ops.len()];
-    let mut direct_ops = vec![0u64; ops.len()];
-    for g in gpu_ops {
-        let ext = g
-            .external_id
-            .or_else(|| g.correlation.and_then(|c| runtime_ext.get(&c).copied()));
-        if let Some(&i) = ext.and_then(|e| by_ext.get(&e)) {
-            device_self[i] += g.dur;
-            direct_ops[i] += 1;
-        }
-    }
-    (device_self, direct_ops)
-}
-
-/// For each op, the index of the innermost annotation on its thread that contains its start.
-fn innermost_annotation(ops: &[CpuOp], annotations: &[Annotation]) -> Vec<Option<usize>> {
-    let points: Vec<(u32, i64)> = ops.iter().map(|o| (o.thread, o.start)).collect();
-    enclosing_annotations(&points, annotations)
-        .into_iter()
-        .map(|list| list.last().copied())
-        .collect()
 }
 
 /// For each `(thread, time)` point, the annotations on that thread that contain it, outermost

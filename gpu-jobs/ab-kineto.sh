@@ -4,7 +4,7 @@
 # compared; where the 1 GB run's time goes (phases.py).
 set -u
 R=$PWD
-B="old new"
+B=${B:-"old new"}
 for b in $B; do xz -dc .gpuc/llmprof-$b.xz > /tmp/l-$b && chmod +x /tmp/l-$b; done
 echo "cores $(nproc)"; lscpu | grep -m1 "Model name"
 cd /dev/shm
@@ -24,8 +24,7 @@ for l in open('/tmp/ab.txt'):
 for k,v in sorted(d.items()):
     print(k, 'median wall', statistics.median(x[0] for x in v), 'all', [x[0] for x in v], 'user', statistics.median(x[2] for x in v), 'peak MB', max(x[1] for x in v)//1024)
 P
-for b in $B; do rm -rf r; echo "$b k1g $(bash $R/gpu-jobs/anonpeak.sh /tmp/l-$b ingest --kineto k1g.json --out r)"; done
-for b in $B; do rm -rf r; echo "$b k1g.gz $(bash $R/gpu-jobs/anonpeak.sh /tmp/l-$b ingest --kineto k1g.json.gz --out r)"; done
+for F in k180.json k1g.json k1g.json.gz; do for i in 1 2 3; do for b in $B; do rm -rf r; echo "$b $F $(bash $R/gpu-jobs/anonpeak.sh /tmp/l-$b ingest --kineto $F --out r)"; done; done; done
 rm -rf r r2; /tmp/l-old ingest --kineto k1g.json --out r >/dev/null 2>&1; /tmp/l-new ingest --kineto k1g.json --out r2 >/dev/null 2>&1
 cmp r/*/timeline.json r2/*/timeline.json && echo "1g timelines equal"
 python3 -c "

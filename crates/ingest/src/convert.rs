@@ -900,8 +900,10 @@ impl TraceConverter {
         ranges
     }
 
+    /// The timeline; the launch records are dropped once their calls are in it (the last
+    /// use of them), before the op columns grow.
     fn build_timeline(
-        &self,
+        &mut self,
         nesting: &Nesting,
         attribution: &Attribution,
         row_to_id: &[u32],
@@ -909,6 +911,8 @@ impl TraceConverter {
         streams: Vec<u64>,
     ) -> Timeline {
         let (t0, end) = self.time_bounds();
+        let (mut calls, call_pos) = self.timeline_calls(attribution, t0);
+        self.launches = Vec::new();
         let stream_idx = |s: u64| streams.binary_search(&s).unwrap_or(0) as u32;
         let graph_ids = self
             .ops
@@ -965,7 +969,6 @@ impl TraceConverter {
                 mem_ops.stage.push(stage);
             }
         }
-        let (mut calls, call_pos) = self.timeline_calls(attribution, t0);
         if !calls.is_empty() {
             calls.kernel_call.reserve_exact(n_kernels);
             calls.mem_op_call.reserve_exact(self.ops.len() - n_kernels);
@@ -1010,7 +1013,15 @@ impl TraceConverter {
                 self.launches.len()
             }
         ];
-        let mut calls = TimelineCalls::default();
+        let n = used.len();
+        let mut calls = TimelineCalls {
+            start: Vec::with_capacity(n),
+            dur: Vec::with_capacity(n),
+            thread: Vec::with_capacity(n),
+            correlation: Vec::with_capacity(n),
+            name: Vec::with_capacity(n),
+            ..TimelineCalls::default()
+        };
         let mut name_ids: HashMap<(u32, bool), u32> = HashMap::default();
         let mut thread_ids: HashMap<u64, u32> = HashMap::default();
         for (p, &l) in used.iter().enumerate() {

@@ -131,6 +131,8 @@ pub fn ingest(
 
     progress(Step::Assembling);
     // The operator table and the converter's finish are independent: both run at once.
+    // (One after the other would free the operator calls before the timeline's columns grow,
+    // for 10-15% less peak memory, but cost 0.2 s on a 1 GB trace.)
     let calls = run.operator_calls.take();
     let (timeline, operators) = std::thread::scope(|s| {
         let operators = calls.map(|c| s.spawn(|| c.operators()));

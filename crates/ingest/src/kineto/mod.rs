@@ -33,7 +33,7 @@ use crate::SourceFacts;
 
 mod operators;
 
-use operators::{CpuOp, DeviceTimes};
+use operators::{CallLog, DeviceTimes, PieceCalls};
 pub use operators::{OperatorCalls, TraceOperators};
 
 /// One trace is one process as far as correlation ids go.
@@ -108,7 +108,7 @@ fn read_chunked(
         conv,
         diags,
         strings,
-        ops,
+        calls,
         annotations,
         probes,
         device,
@@ -144,7 +144,7 @@ fn read_chunked(
         facts,
         calls: OperatorCalls {
             strings,
-            ops,
+            calls,
             annotations,
             device,
             runtime_ext,
@@ -1084,7 +1084,7 @@ struct Batch {
     other_names: Interner,
     threads: HashMap<(IdKey, IdKey), u32>,
     thread_keys: Vec<(IdKey, IdKey)>,
-    ops: Vec<CpuOp>,
+    ops: CallLog,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
     device: DeviceTimes,
@@ -1225,7 +1225,7 @@ impl Batch {
         }
         let name = self.names.intern(name);
         self.ops
-            .push(CpuOp::new(thread, name, start, end, args.external_id.i64()));
+            .push(thread, name, start, end, args.external_id.i64());
     }
 
     /// A `user_annotation` event (`record_function`): a range.
@@ -1360,7 +1360,8 @@ struct Sink<'c, 'd> {
     diags: &'d mut Diagnostics,
     strings: Interner,
     threads: HashMap<(IdKey, IdKey), u32>,
-    ops: Vec<CpuOp>,
+    /// The `cpu_op` calls, piece by piece.
+    calls: Vec<PieceCalls>,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
     device: DeviceTimes,
@@ -1377,7 +1378,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             diags,
             strings: Interner::default(),
             threads: HashMap::default(),
-            ops: Vec::new(),
+            calls: Vec::new(),
             annotations: Vec::new(),
             probes: Vec::new(),
             device: DeviceTimes::default(),
@@ -1403,11 +1404,6 @@ impl<'c, 'd> Sink<'c, 'd> {
             .collect();
         let thread = |t: u32| threads[t as usize];
         let name = |n: u32| names[n as usize];
-        self.ops.extend(
-            b.ops
-                .into_iter()
-                .map(|o| o.renumbered(thread(o.thread()), name(o.name()))),
-        );
         self.annotations
             .extend(b.annotations.into_iter().map(|a| Annotation {
                 thread: thread(a.thread),
@@ -1435,6 +1431,13 @@ impl<'c, 'd> Sink<'c, 'd> {
             for g in b.gpu_events {
                 conv.handle_gpu_op(g.record(&b.other_names));
             }
+        }
+        if b.ops.len() > 0 {
+            self.calls.push(PieceCalls {
+                log: b.ops,
+                threads,
+                names,
+            });
         }
     }
 }

@@ -1,11 +1,12 @@
 //! The operator table: `cpu_op` calls aggregated per name, with the device time of the GPU ops
 //! they launched and the annotation (stage) they ran in.
 //!
-//! Memory is the constraint: a 1 GB trace holds over a million calls. Each call is kept as a
-//! 32-byte [`CpuOp`], and the table is built in one walk over the calls in nesting order (by
-//! thread, then start) with a stack of the open calls: a call's self time, inclusive device
-//! time and stage are known when it closes, and go straight into its operator's row. Nothing
-//! else is kept per call but its place in the walk (4 bytes).
+//! Memory is the constraint: a 1 GB trace holds over a million calls. Each piece of the trace
+//! keeps its calls varint-encoded ([`CallLog`], about 8 bytes a call), and the table is built
+//! in one pass over them in file order with a stack of open calls per thread: a call's self
+//! time, inclusive device time and stage are known when it closes, and go straight into its
+//! operator's row. Profilers write each thread's calls by start, parents first; a trace that
+//! does not is decoded into 32-byte [`CpuOp`]s and sorted first, with the same result.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -19,7 +20,7 @@ use crate::convert::span;
 #[derive(Debug, Default)]
 pub struct OperatorCalls {
     pub(super) strings: Vec<String>,
-    pub(super) ops: Vec<CpuOp>,
+    pub(super) calls: Vec<PieceCalls>,
     pub(super) annotations: Vec<Annotation>,
     pub(super) device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
@@ -35,9 +36,9 @@ pub struct TraceOperators {
     pub stage_names: Vec<String>,
 }
 
-/// One `cpu_op` call.
+/// One `cpu_op` call, decoded.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct CpuOp {
+struct CpuOp {
     start: i64,
     end: i64,
     /// The call's External id; meaningful only when `thread` has [`HAS_EXT`] set.
@@ -51,7 +52,7 @@ const HAS_EXT: u32 = 1 << 31;
 
 impl CpuOp {
     /// A call on `thread` (ids past 2^31 - 1 saturate there, like the trace's thread ids).
-    pub(super) fn new(thread: u32, name: u32, start: i64, end: i64, ext: Option<i64>) -> Self {
+    fn new(thread: u32, name: u32, start: i64, end: i64, ext: Option<i64>) -> Self {
         CpuOp {
             start,
             end,
@@ -61,18 +62,8 @@ impl CpuOp {
         }
     }
 
-    pub(super) fn thread(&self) -> u32 {
+    fn thread(&self) -> u32 {
         self.thread & !HAS_EXT
-    }
-
-    pub(super) fn name(&self) -> u32 {
-        self.name
-    }
-
-    /// The same call with the trace-wide thread and name ids.
-    pub(super) fn renumbered(self, thread: u32, name: u32) -> Self {
-        let ext = (self.thread & HAS_EXT != 0).then_some(self.ext);
-        CpuOp::new(thread, name, self.start, self.end, ext)
     }
 
     fn external_id(&self) -> Option<i64> {
@@ -80,10 +71,114 @@ impl CpuOp {
     }
 }
 
+/// One piece's calls, varint-encoded in file order with the piece's own thread and name ids:
+/// the start as a delta from the previous call's, the duration, the thread id (with a bit
+/// saying whether an External id follows), the name id, and the External id as a delta from
+/// the previous one. Deltas wrap, so every `i64` round-trips exactly.
+#[derive(Debug, Default)]
+pub(super) struct CallLog {
+    bytes: Vec<u8>,
+    len: u32,
+    prev_start: i64,
+    prev_ext: i64,
+}
+
+impl CallLog {
+    pub(super) fn push(&mut self, thread: u32, name: u32, start: i64, end: i64, ext: Option<i64>) {
+        let thread = thread.min(HAS_EXT - 1);
+        put_varint(&mut self.bytes, zigzag(start.wrapping_sub(self.prev_start)));
+        put_varint(&mut self.bytes, end.wrapping_sub(start) as u64);
+        put_varint(
+            &mut self.bytes,
+            u64::from(thread) << 1 | u64::from(ext.is_some()),
+        );
+        put_varint(&mut self.bytes, u64::from(name));
+        if let Some(e) = ext {
+            put_varint(&mut self.bytes, zigzag(e.wrapping_sub(self.prev_ext)));
+            self.prev_ext = e;
+        }
+        self.prev_start = start;
+        self.len = self.len.saturating_add(1);
+    }
+
+    pub(super) fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// The calls, in the piece's ids.
+    fn iter(&self) -> impl Iterator<Item = CpuOp> + '_ {
+        let mut at = 0;
+        let (mut start, mut ext) = (0i64, 0i64);
+        let bytes = &self.bytes[..];
+        (0..self.len).map_while(move |_| {
+            start = start.wrapping_add(unzigzag(get_varint(bytes, &mut at)?));
+            let end = start.wrapping_add(get_varint(bytes, &mut at)? as i64);
+            let thread = get_varint(bytes, &mut at)?;
+            let name = get_varint(bytes, &mut at)? as u32;
+            let has_ext = thread & 1 == 1;
+            if has_ext {
+                ext = ext.wrapping_add(unzigzag(get_varint(bytes, &mut at)?));
+            }
+            let thread = (thread >> 1) as u32;
+            Some(CpuOp::new(thread, name, start, end, has_ext.then_some(ext)))
+        })
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// A piece's calls and the trace-wide ids of its thread and name ids.
+#[derive(Debug)]
+pub(super) struct PieceCalls {
+    pub(super) log: CallLog,
+    pub(super) threads: Vec<u32>,
+    pub(super) names: Vec<u32>,
+}
+
+/// Every call of the trace with its index (file order), in trace-wide ids; at most
+/// `u32::MAX` of them (a trace of some 1.5 TB would have more: the rest are left out).
+fn each_call(calls: &[PieceCalls]) -> impl Iterator<Item = (u32, CpuOp)> + '_ {
+    let ops = calls.iter().flat_map(|p| {
+        p.log.iter().map(|o| {
+            let thread = p.threads.get(o.thread() as usize).copied().unwrap_or(0);
+            let name = p.names.get(o.name as usize).copied().unwrap_or(0);
+            CpuOp::new(thread, name, o.start, o.end, o.external_id())
+        })
+    });
+    (0..u32::MAX).zip(ops)
+}
+
 /// The device time of the trace's GPU ops, keyed by what names their launching call: the
 /// External id where the op has one, otherwise its correlation id (resolved through the
 /// runtime calls once the whole trace is read).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct DeviceTimes {
     by_ext: Vec<(i64, u64)>,
     by_correlation: Vec<(i64, u64)>,
@@ -111,17 +206,17 @@ impl OperatorCalls {
     pub fn operators(self) -> TraceOperators {
         let OperatorCalls {
             strings,
-            mut ops,
+            calls,
             annotations,
             device,
             runtime_ext,
         } = self;
-        // The walk numbers calls with u32: past four billion calls (a trace of some 1.5 TB)
-        // the rest are left out.
-        ops.truncate(u32::MAX as usize);
-        let device = DeviceTable::new(device, runtime_ext, &ops);
-        let mut table = Table::default();
-        walk(&ops, &annotations, &device, &mut table);
+        let device = DeviceTable::new(device, runtime_ext, each_call(&calls));
+        let walk = Walk::new(&annotations, &device);
+        let table = walk.in_file_order(each_call(&calls)).unwrap_or_else(|| {
+            let ops: Vec<CpuOp> = each_call(&calls).map(|(_, op)| op).collect();
+            walk.sorted(&ops)
+        });
         table.finish(&strings)
     }
 }
@@ -131,6 +226,9 @@ impl OperatorCalls {
 struct DeviceTable {
     /// Sorted by `ext`.
     entries: Vec<DeviceEntry>,
+    /// The last entry found: calls come roughly in External id order, so the next lookup is
+    /// usually this one or the next.
+    finger: std::cell::Cell<usize>,
 }
 
 struct DeviceEntry {
@@ -143,7 +241,11 @@ struct DeviceEntry {
 const NO_OWNER: u32 = u32::MAX;
 
 impl DeviceTable {
-    fn new(times: DeviceTimes, runtime_ext: Vec<(i64, i64)>, ops: &[CpuOp]) -> Self {
+    fn new(
+        times: DeviceTimes,
+        runtime_ext: Vec<(i64, i64)>,
+        ops: impl Iterator<Item = (u32, CpuOp)>,
+    ) -> Self {
         let DeviceTimes {
             mut by_ext,
             by_correlation,
@@ -171,27 +273,38 @@ impl DeviceTable {
                 }),
             }
         }
-        let mut table = DeviceTable { entries };
-        for (i, op) in ops.iter().enumerate().rev() {
+        let mut table = DeviceTable {
+            entries,
+            finger: Default::default(),
+        };
+        for (i, op) in ops {
             if let Some(e) = op.external_id().and_then(|x| table.entry_mut(x)) {
-                if e.owner == NO_OWNER {
-                    e.owner = i as u32;
-                }
+                e.owner = i;
             }
         }
         table
     }
 
     fn entry_mut(&mut self, ext: i64) -> Option<&mut DeviceEntry> {
-        let k = self.entries.binary_search_by_key(&ext, |e| e.ext).ok()?;
+        let k = self.position(ext)?;
         Some(&mut self.entries[k])
+    }
+
+    fn position(&self, ext: i64) -> Option<usize> {
+        let f = self.finger.get();
+        let near = (f..self.entries.len().min(f + 2)).find(|&k| self.entries[k].ext == ext);
+        let k = match near {
+            Some(k) => k,
+            None => self.entries.binary_search_by_key(&ext, |e| e.ext).ok()?,
+        };
+        self.finger.set(k);
+        Some(k)
     }
 
     /// Device time and GPU ops call `i` launched itself.
     fn of(&self, i: u32, op: &CpuOp) -> (u64, u64) {
         let owned = op.external_id().and_then(|x| {
-            let k = self.entries.binary_search_by_key(&x, |e| e.ext).ok()?;
-            let e = &self.entries[k];
+            let e = &self.entries[self.position(x)?];
             (e.owner == i).then_some((e.dur, e.ops))
         });
         owned.unwrap_or((0, 0))
@@ -212,9 +325,10 @@ fn last_per_key(mut pairs: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     out
 }
 
-/// An open call on the walk's stack.
+/// An open call on a thread's stack.
 struct Frame {
-    op: u32,
+    op: CpuOp,
+    idx: u32,
     /// Wall time of the calls directly nested in it so far.
     child_cpu: u64,
     /// Device time of the calls nested in it (at any depth) so far.
@@ -225,22 +339,123 @@ struct Frame {
     stage: Option<u32>,
 }
 
-/// Visits the calls by thread, start, longest first (then file order): a call contains those
-/// that start before it ends. Each call goes into `table` when it closes.
-fn walk(ops: &[CpuOp], annotations: &[Annotation], device: &DeviceTable, table: &mut Table) {
-    let mut order: Vec<u32> = (0..ops.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| {
-        let o = &ops[i as usize];
-        (o.thread(), o.start, std::cmp::Reverse(o.end), i)
-    });
-    let mut stages = StageCursor::new(annotations);
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut current_thread = None;
-    // A call closes when popped: it goes into the table, its device time to its parent's.
-    let close = |f: Frame, stack: &mut Vec<Frame>, table: &mut Table| {
-        let op = &ops[f.op as usize];
-        let (device_self, gpu_ops) = device.of(f.op, op);
-        let dur = span(op.start, op.end);
+/// Visits calls thread by thread in nesting order — by start, longest first, then file
+/// order: a call contains those that start before it ends — and puts each call into the
+/// table when it closes.
+struct Walk<'a> {
+    annotations: &'a [Annotation],
+    /// Annotation indices per thread, by start then longest first.
+    annotations_by_thread: HashMap<u32, Vec<u32>>,
+    device: &'a DeviceTable,
+}
+
+/// One thread's state in a [`Walk`].
+#[derive(Default)]
+struct ThreadWalk {
+    stack: Vec<Frame>,
+    /// The last call visited: the next must not come before it in nesting order.
+    last: Option<(i64, i64)>,
+    /// The thread's annotations entered so far, and those still open.
+    next_annotation: usize,
+    open_annotations: Vec<u32>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(annotations: &'a [Annotation], device: &'a DeviceTable) -> Self {
+        let mut by_thread: HashMap<u32, Vec<u32>> = HashMap::default();
+        for (i, a) in annotations.iter().enumerate() {
+            by_thread.entry(a.thread).or_default().push(i as u32);
+        }
+        for list in by_thread.values_mut() {
+            list.sort_by_key(|&i| {
+                let a = &annotations[i as usize];
+                (a.start, std::cmp::Reverse(a.end))
+            });
+        }
+        Walk {
+            annotations,
+            annotations_by_thread: by_thread,
+            device,
+        }
+    }
+
+    /// The table from the calls as they come, or `None` when some thread's calls are not in
+    /// nesting order.
+    fn in_file_order(&self, ops: impl Iterator<Item = (u32, CpuOp)>) -> Option<Table> {
+        let mut table = Table::default();
+        // By thread id: the trace numbers threads densely from 0.
+        let mut threads: Vec<ThreadWalk> = Vec::new();
+        for (idx, op) in ops {
+            let thread = op.thread() as usize;
+            if thread >= threads.len() {
+                threads.resize_with(thread + 1, ThreadWalk::default);
+            }
+            let t = &mut threads[thread];
+            let in_order = t
+                .last
+                .is_none_or(|(s, e)| op.start > s || (op.start == s && op.end <= e));
+            if !in_order {
+                return None;
+            }
+            self.visit(t, op, idx, &mut table);
+        }
+        for t in &mut threads {
+            self.close_all(t, &mut table);
+        }
+        Some(table)
+    }
+
+    /// The table from calls in any order: sorted into nesting order first.
+    fn sorted(&self, ops: &[CpuOp]) -> Table {
+        let mut order: Vec<u32> = (0..ops.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| {
+            let o = &ops[i as usize];
+            (o.thread(), o.start, std::cmp::Reverse(o.end), i)
+        });
+        let mut table = Table::default();
+        for run in order.chunk_by(|&a, &b| ops[a as usize].thread() == ops[b as usize].thread()) {
+            let mut t = ThreadWalk::default();
+            for &i in run {
+                self.visit(&mut t, ops[i as usize], i, &mut table);
+            }
+            self.close_all(&mut t, &mut table);
+        }
+        table
+    }
+
+    /// Call `idx` on thread `t`: the calls that ended before it close, it opens.
+    fn visit(&self, t: &mut ThreadWalk, op: CpuOp, idx: u32, table: &mut Table) {
+        t.last = Some((op.start, op.end));
+        while t.stack.last().is_some_and(|f| f.op.end <= op.start) {
+            if let Some(f) = t.stack.pop() {
+                self.close(f, &mut t.stack, table);
+            }
+        }
+        if let Some(parent) = t.stack.last_mut() {
+            parent.child_cpu += span(op.start, op.end);
+        }
+        let outermost = !t.stack.iter().any(|f| f.op.name == op.name);
+        let stage = self.innermost_annotation(t, op.thread(), op.start);
+        t.stack.push(Frame {
+            op,
+            idx,
+            child_cpu: 0,
+            nested_device: 0,
+            outermost,
+            stage,
+        });
+    }
+
+    fn close_all(&self, t: &mut ThreadWalk, table: &mut Table) {
+        while let Some(f) = t.stack.pop() {
+            self.close(f, &mut t.stack, table);
+        }
+    }
+
+    /// A call closes: it goes into the table, its device time to its parent's.
+    fn close(&self, f: Frame, stack: &mut [Frame], table: &mut Table) {
+        let (device_self, gpu_ops) = self.device.of(f.idx, &f.op);
+        let dur = span(f.op.start, f.op.end);
         let call = Call {
             dur,
             self_cpu: dur.saturating_sub(f.child_cpu),
@@ -252,95 +467,22 @@ fn walk(ops: &[CpuOp], annotations: &[Annotation], device: &DeviceTable, table: 
         if let Some(parent) = stack.last_mut() {
             parent.nested_device += call.device_total;
         }
-        table.add(
-            op.name,
-            f.op,
-            f.stage.map(|a| annotations[a as usize].name),
-            &call,
-        );
-    };
-    for i in order {
-        let op = &ops[i as usize];
-        if current_thread != Some(op.thread()) {
-            while let Some(f) = stack.pop() {
-                close(f, &mut stack, table);
-            }
-            current_thread = Some(op.thread());
-            stages.enter(op.thread());
-        }
-        while stack
-            .last()
-            .is_some_and(|f| ops[f.op as usize].end <= op.start)
-        {
-            if let Some(f) = stack.pop() {
-                close(f, &mut stack, table);
-            }
-        }
-        if let Some(parent) = stack.last_mut() {
-            parent.child_cpu += span(op.start, op.end);
-        }
-        let outermost = !stack.iter().any(|f| ops[f.op as usize].name == op.name);
-        stack.push(Frame {
-            op: i,
-            child_cpu: 0,
-            nested_device: 0,
-            outermost,
-            stage: stages.innermost_at(op.start),
-        });
-    }
-    while let Some(f) = stack.pop() {
-        close(f, &mut stack, table);
-    }
-}
-
-/// The annotations open at a moving point on one thread at a time, the point visited in
-/// increasing time order.
-struct StageCursor<'a> {
-    annotations: &'a [Annotation],
-    /// Annotation indices per thread, by start then longest first.
-    by_thread: HashMap<u32, Vec<u32>>,
-    thread: Option<u32>,
-    next: usize,
-    active: Vec<u32>,
-}
-
-impl<'a> StageCursor<'a> {
-    fn new(annotations: &'a [Annotation]) -> Self {
-        let mut by_thread: HashMap<u32, Vec<u32>> = HashMap::default();
-        for (i, a) in annotations.iter().enumerate() {
-            by_thread.entry(a.thread).or_default().push(i as u32);
-        }
-        for list in by_thread.values_mut() {
-            list.sort_by_key(|&i| {
-                let a = &annotations[i as usize];
-                (a.start, std::cmp::Reverse(a.end))
-            });
-        }
-        StageCursor {
-            annotations,
-            by_thread,
-            thread: None,
-            next: 0,
-            active: Vec::new(),
-        }
+        let stage = f.stage.map(|a| self.annotations[a as usize].name);
+        table.add(f.op.name, f.idx, stage, &call);
     }
 
-    fn enter(&mut self, thread: u32) {
-        self.thread = Some(thread);
-        self.next = 0;
-        self.active.clear();
-    }
-
-    /// The innermost annotation containing `t` on the current thread.
-    fn innermost_at(&mut self, t: i64) -> Option<u32> {
-        let list = self.by_thread.get(&self.thread?)?;
+    /// The innermost annotation on `thread` containing `time`, the thread's calls visited in
+    /// increasing time.
+    fn innermost_annotation(&self, t: &mut ThreadWalk, thread: u32, time: i64) -> Option<u32> {
+        let list = self.annotations_by_thread.get(&thread)?;
         let anns = self.annotations;
-        while self.next < list.len() && anns[list[self.next] as usize].start <= t {
-            self.active.push(list[self.next]);
-            self.next += 1;
+        while t.next_annotation < list.len() && anns[list[t.next_annotation] as usize].start <= time
+        {
+            t.open_annotations.push(list[t.next_annotation]);
+            t.next_annotation += 1;
         }
-        self.active.retain(|&a| anns[a as usize].end > t);
-        self.active.last().copied()
+        t.open_annotations.retain(|&a| anns[a as usize].end > time);
+        t.open_annotations.last().copied()
     }
 }
 
@@ -477,5 +619,116 @@ impl OpAgg {
             device_mean_ns: self.device_total as f64 / self.calls.max(1) as f64,
             by_stage,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl OperatorCalls {
+        /// The table from the file-order walk (`None` when the calls are out of order) and
+        /// from the sorted one.
+        fn both_ways(&self) -> (Option<TraceOperators>, TraceOperators) {
+            let device = DeviceTable::new(
+                self.device.clone(),
+                self.runtime_ext.clone(),
+                each_call(&self.calls),
+            );
+            let walk = Walk::new(&self.annotations, &device);
+            let streamed = walk.in_file_order(each_call(&self.calls));
+            let ops: Vec<CpuOp> = each_call(&self.calls).map(|(_, op)| op).collect();
+            let sorted = walk.sorted(&ops);
+            (
+                streamed.map(|t| t.finish(&self.strings)),
+                sorted.finish(&self.strings),
+            )
+        }
+    }
+
+    #[test]
+    fn call_log_round_trips_any_values() {
+        let calls = [
+            (0, 0, 0, 0, None),
+            (3, 7, i64::MAX, i64::MIN, Some(i64::MIN)),
+            (HAS_EXT - 1, u32::MAX, i64::MIN, i64::MAX, Some(i64::MAX)),
+            (1, 2, -5, -3, Some(0)),
+            (1, 2, 10, 10, Some(-1)),
+        ];
+        let mut log = CallLog::default();
+        for &(t, n, s, e, x) in &calls {
+            log.push(t, n, s, e, x);
+        }
+        let back: Vec<_> = log
+            .iter()
+            .map(|o| (o.thread(), o.name, o.start, o.end, o.external_id()))
+            .collect();
+        assert_eq!(back, calls);
+    }
+
+    /// Real traces take the file-order walk, and sorting their calls first changes nothing.
+    #[test]
+    fn file_order_and_sorted_walks_agree_on_real_traces() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/");
+        for f in [
+            "h100-cuda-graphs/kineto_trace.json.gz",
+            "h200-qwen2-0.5b/kineto_trace.json.gz",
+            "hta-multirank/sampled_rank-1.json.gz",
+        ] {
+            let path = std::path::PathBuf::from(fixtures).join(f);
+            let mut diags = crate::diagnostics::Diagnostics::new(llmprof_bundle::Source::Kineto, f);
+            let calls = super::super::read(&path, None, &mut diags).unwrap().calls;
+            let (streamed, sorted) = calls.both_ways();
+            let streamed = streamed.unwrap_or_else(|| panic!("{f}: calls out of nesting order"));
+            assert!(!sorted.operators.is_empty(), "{f}");
+            assert_eq!(format!("{streamed:?}"), format!("{sorted:?}"), "{f}");
+        }
+    }
+
+    /// Calls written children first (out of nesting order) are sorted: the table is the one
+    /// of the calls in order.
+    #[test]
+    fn calls_out_of_nesting_order_are_sorted_first() {
+        let calls = |order: &[usize]| {
+            // outer [0, 100) holds inner [10, 20) and [30, 40), which ran 5 and 7 ns of GPU ops.
+            let rows = [(0, 0, 100, 1), (1, 10, 20, 2), (1, 30, 40, 3)];
+            let mut log = CallLog::default();
+            for &i in order {
+                let (name, start, end, ext) = rows[i];
+                log.push(0, name, start, end, Some(ext));
+            }
+            let mut device = DeviceTimes::default();
+            device.push(Some(2), None, 5);
+            device.push(None, Some(90), 7);
+            OperatorCalls {
+                strings: vec!["outer".into(), "inner".into()],
+                calls: vec![PieceCalls {
+                    log,
+                    threads: vec![0],
+                    names: vec![0, 1],
+                }],
+                annotations: Vec::new(),
+                device,
+                runtime_ext: vec![(90, 3)],
+            }
+        };
+        let (streamed, in_order) = calls(&[0, 1, 2]).both_ways();
+        assert_eq!(format!("{:?}", streamed.unwrap()), format!("{in_order:?}"));
+        let (streamed, reversed) = calls(&[2, 1, 0]).both_ways();
+        assert!(streamed.is_none());
+        assert_eq!(format!("{reversed:?}"), format!("{in_order:?}"));
+        let row = |name: &str| {
+            let o = in_order.operators.iter().find(|o| o.name == name).unwrap();
+            (
+                o.calls,
+                o.cpu_total_ns,
+                o.cpu_self_ns,
+                o.device_ns,
+                o.device_self_ns,
+                o.gpu_ops,
+            )
+        };
+        assert_eq!(row("outer"), (1, 100, 80, 12, 0, 0));
+        assert_eq!(row("inner"), (2, 20, 20, 12, 12, 2));
     }
 }

@@ -67,7 +67,6 @@ struct RowAcc {
     kind: OpKind,
     name: String,
     short_name: String,
-    durations: Vec<u64>,
     launches: HashMap<Launch, u64>,
     bytes: u64,
     graph_calls: u64,
@@ -296,7 +295,6 @@ impl TraceConverter {
             self.collectives
                 .add(name, comm, by_name, span(op.start, op.end));
         }
-        acc.durations.push(span(op.start, op.end));
         acc.bytes += bytes;
         if let Some(l) = launch {
             *acc.launches.entry(l).or_default() += 1;
@@ -375,7 +373,6 @@ impl TraceConverter {
             kind,
             name: name.into_owned(),
             short_name,
-            durations: Vec::new(),
             launches: HashMap::default(),
             bytes: 0,
             graph_calls: 0,
@@ -682,6 +679,20 @@ impl TraceConverter {
         }
     }
 
+    /// Per row, the durations of its ops (gathered here rather than kept from the start: the
+    /// ops hold them already).
+    fn row_durations(&self) -> Vec<Vec<u64>> {
+        let mut counts = vec![0usize; self.rows.len()];
+        for op in &self.ops {
+            counts[op.row as usize] += 1;
+        }
+        let mut out: Vec<Vec<u64>> = counts.into_iter().map(Vec::with_capacity).collect();
+        for op in &self.ops {
+            out[op.row as usize].push(span(op.start, op.end));
+        }
+        out
+    }
+
     /// Kernel rows sorted like `cuda_gpu_kern_sum` (total time, descending); returns the rows
     /// and the map from accumulation order to final id.
     fn build_kernels(&self, row_stages: Vec<Vec<KernelStage>>) -> (Vec<Kernel>, Vec<u32>) {
@@ -690,9 +701,9 @@ impl TraceConverter {
             .rows
             .iter()
             .zip(row_stages)
+            .zip(self.row_durations())
             .enumerate()
-            .map(|(i, (acc, mut by_stage))| {
-                let mut durations = acc.durations.clone();
+            .map(|(i, ((acc, mut by_stage), mut durations))| {
                 let d = Distribution::from_samples(&mut durations);
                 *kind_total.entry(acc.kind).or_default() += d.total_ns;
                 let mut launches: Vec<(&Launch, &u64)> = acc.launches.iter().collect();

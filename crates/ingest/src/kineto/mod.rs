@@ -111,6 +111,7 @@ fn read_chunked(
         calls,
         annotations,
         probes,
+        shapes,
         device,
         runtime_ext,
         first_ts,
@@ -118,7 +119,7 @@ fn read_chunked(
         ..
     } = sink;
     let strings = strings.into_strings();
-    let inferred = infer_workload(&strings, &annotations, &probes);
+    let inferred = infer_workload(&strings, &annotations, &probes, &shapes);
     if let Some(conv) = conv {
         for a in &annotations {
             conv.handle_range(RangeRecord {
@@ -146,8 +147,14 @@ fn read_chunked(
             strings,
             calls,
             annotations,
+            // Only GPU ops without an External id need the runtime calls' (rare: kineto
+            // gives kernels theirs); dropped here otherwise, before the operator table runs.
+            runtime_ext: if device.by_correlation_is_empty() {
+                Vec::new()
+            } else {
+                runtime_ext
+            },
             device,
-            runtime_ext,
         },
         inferred,
     })
@@ -979,7 +986,34 @@ struct ShapeProbe {
     thread: u32,
     start: i64,
     embedding: bool,
-    dims: Vec<Vec<i64>>,
+    /// Index into the [`Shapes`] of the piece (then of the trace).
+    shape: u32,
+}
+
+/// The distinct input shapes of the shape probes, each stored once (a model's `aten::linear`
+/// calls repeat a handful of shapes thousands of times). Only the first two inputs are kept:
+/// they are all that [`infer_workload`] reads.
+#[derive(Debug, Default)]
+struct Shapes {
+    list: Vec<Vec<Vec<i64>>>,
+    ids: HashMap<Vec<Vec<i64>>, u32>,
+}
+
+impl Shapes {
+    fn intern(&mut self, mut dims: Vec<Vec<i64>>) -> u32 {
+        dims.truncate(2);
+        if let Some(&id) = self.ids.get(&dims) {
+            return id;
+        }
+        let id = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
+        self.list.push(dims.clone());
+        self.ids.insert(dims, id);
+        id
+    }
+
+    fn get(&self, id: u32) -> &[Vec<i64>] {
+        self.list.get(id as usize).map_or(&[], Vec::as_slice)
+    }
 }
 
 #[derive(Debug)]
@@ -1087,6 +1121,7 @@ struct Batch {
     ops: CallLog,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
+    shapes: Shapes,
     device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
     runtime_ext: Vec<(i64, i64)>,
@@ -1216,11 +1251,12 @@ impl Batch {
     ) {
         let thread = self.thread(pid, tid);
         if let Some(dims) = args.input_dims.take() {
+            let shape = self.shapes.intern(dims);
             self.probes.push(ShapeProbe {
                 thread,
                 start,
                 embedding: name == "aten::embedding",
-                dims,
+                shape,
             });
         }
         let name = self.names.intern(name);
@@ -1364,6 +1400,7 @@ struct Sink<'c, 'd> {
     calls: Vec<PieceCalls>,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
+    shapes: Shapes,
     device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
     runtime_ext: Vec<(i64, i64)>,
@@ -1381,6 +1418,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             calls: Vec::new(),
             annotations: Vec::new(),
             probes: Vec::new(),
+            shapes: Shapes::default(),
             device: DeviceTimes::default(),
             runtime_ext: Vec::new(),
             first_ts: None,
@@ -1410,8 +1448,12 @@ impl<'c, 'd> Sink<'c, 'd> {
                 name: name(a.name),
                 ..a
             }));
+        let shapes: Vec<u32> = (b.shapes.list.into_iter())
+            .map(|d| self.shapes.intern(d))
+            .collect();
         self.probes.extend(b.probes.into_iter().map(|p| ShapeProbe {
             thread: thread(p.thread),
+            shape: shapes[p.shape as usize],
             ..p
         }));
         self.device.append(b.device);
@@ -1433,8 +1475,10 @@ impl<'c, 'd> Sink<'c, 'd> {
             }
         }
         if b.ops.len() > 0 {
+            let mut log = b.ops;
+            log.shrink_to_fit();
             self.calls.push(PieceCalls {
-                log: b.ops,
+                log,
                 threads,
                 names,
             });
@@ -1611,6 +1655,7 @@ fn infer_workload(
     strings: &[String],
     annotations: &[Annotation],
     probes: &[ShapeProbe],
+    shapes: &Shapes,
 ) -> InferredWorkload {
     use llmprof_bundle::StageRole;
     let points: Vec<(u32, i64)> = probes.iter().map(|p| (p.thread, p.start)).collect();
@@ -1619,7 +1664,7 @@ fn infer_workload(
     let vocab_table = probes
         .iter()
         .find(|p| p.embedding)
-        .and_then(|p| p.dims.first().cloned())
+        .and_then(|p| shapes.get(p.shape).first().cloned())
         .filter(|d| d.len() == 2);
     // Per annotation instance: the embedding batches [B, s] and LM-head logits counts.
     let mut embeds: HashMap<usize, Vec<(i64, i64)>> = HashMap::default();
@@ -1627,11 +1672,11 @@ fn infer_workload(
     for (p, anns) in probes.iter().zip(&enclosing) {
         for &a in anns {
             if p.embedding {
-                if let Some([b, s]) = p.dims.get(1).map(Vec::as_slice) {
+                if let Some([b, s]) = shapes.get(p.shape).get(1).map(Vec::as_slice) {
                     embeds.entry(a).or_default().push((*b, *s));
                 }
-            } else if p.dims.get(1) == vocab_table.as_ref() {
-                if let Some(input) = p.dims.first().filter(|d| d.len() >= 2) {
+            } else if shapes.get(p.shape).get(1) == vocab_table.as_ref() {
+                if let Some(input) = shapes.get(p.shape).first().filter(|d| d.len() >= 2) {
                     let n = input[input.len() - 2];
                     let b = if input.len() >= 3 { input[0] } else { 1 };
                     logits.entry(a).or_default().push((b, n));

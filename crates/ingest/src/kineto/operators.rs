@@ -105,6 +105,10 @@ impl CallLog {
         self.len
     }
 
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+    }
+
     /// The calls, in the piece's ids.
     fn iter(&self) -> impl Iterator<Item = CpuOp> + '_ {
         let mut at = 0;
@@ -192,6 +196,11 @@ impl DeviceTimes {
             (None, Some(c)) => self.by_correlation.push((c, dur)),
             (None, None) => {}
         }
+    }
+
+    /// Whether every GPU op came with its External id.
+    pub(super) fn by_correlation_is_empty(&self) -> bool {
+        self.by_correlation.is_empty()
     }
 
     pub(super) fn append(&mut self, other: DeviceTimes) {

@@ -166,17 +166,53 @@ pub(super) struct PieceCalls {
     pub(super) names: Vec<u32>,
 }
 
+impl PieceCalls {
+    /// The piece's calls in trace-wide ids.
+    fn iter(&self) -> impl Iterator<Item = CpuOp> + '_ {
+        self.log.iter().map(|o| {
+            let thread = self.threads.get(o.thread() as usize).copied().unwrap_or(0);
+            let name = self.names.get(o.name as usize).copied().unwrap_or(0);
+            CpuOp::new(thread, name, o.start, o.end, o.external_id())
+        })
+    }
+}
+
 /// Every call of the trace with its index (file order), in trace-wide ids; at most
 /// `u32::MAX` of them (a trace of some 1.5 TB would have more: the rest are left out).
 fn each_call(calls: &[PieceCalls]) -> impl Iterator<Item = (u32, CpuOp)> + '_ {
-    let ops = calls.iter().flat_map(|p| {
-        p.log.iter().map(|o| {
-            let thread = p.threads.get(o.thread() as usize).copied().unwrap_or(0);
-            let name = p.names.get(o.name as usize).copied().unwrap_or(0);
-            CpuOp::new(thread, name, o.start, o.end, o.external_id())
-        })
-    });
+    (0..u32::MAX).zip(calls.iter().flat_map(PieceCalls::iter))
+}
+
+/// [`each_call`], each piece freed once its calls are read.
+fn into_calls(calls: Vec<PieceCalls>) -> impl Iterator<Item = (u32, CpuOp)> {
+    let ops = calls.into_iter().flat_map(|p| p.iter().collect::<Vec<_>>());
     (0..u32::MAX).zip(ops)
+}
+
+/// Whether every thread's calls, in file order, are in nesting order: by start, and the
+/// longer first where two start together.
+#[derive(Default)]
+struct NestingOrder {
+    /// By thread id (the trace numbers threads densely from 0): the last call seen.
+    last: Vec<Option<(i64, i64)>>,
+    broken: bool,
+}
+
+impl NestingOrder {
+    fn see(&mut self, op: &CpuOp) {
+        let thread = op.thread() as usize;
+        if thread >= self.last.len() {
+            self.last.resize(thread + 1, None);
+        }
+        if let Some((s, e)) = self.last[thread] {
+            self.broken |= op.start < s || (op.start == s && op.end > e);
+        }
+        self.last[thread] = Some((op.start, op.end));
+    }
+
+    fn holds(&self) -> bool {
+        !self.broken
+    }
 }
 
 /// The device time of the trace's GPU ops, keyed by what names their launching call: the
@@ -220,12 +256,16 @@ impl OperatorCalls {
             device,
             runtime_ext,
         } = self;
-        let device = DeviceTable::new(device, runtime_ext, each_call(&calls));
+        let mut order = NestingOrder::default();
+        let all = each_call(&calls).inspect(|(_, op)| order.see(op));
+        let device = DeviceTable::new(device, runtime_ext, all);
         let walk = Walk::new(&annotations, &device);
-        let table = walk.in_file_order(each_call(&calls)).unwrap_or_else(|| {
-            let ops: Vec<CpuOp> = each_call(&calls).map(|(_, op)| op).collect();
+        let table = if order.holds() {
+            walk.in_file_order(into_calls(calls))
+        } else {
+            let ops: Vec<CpuOp> = into_calls(calls).map(|(_, op)| op).collect();
             walk.sorted(&ops)
-        });
+        };
         table.finish(&strings)
     }
 }
@@ -362,8 +402,6 @@ struct Walk<'a> {
 #[derive(Default)]
 struct ThreadWalk {
     stack: Vec<Frame>,
-    /// The last call visited: the next must not come before it in nesting order.
-    last: Option<(i64, i64)>,
     /// The thread's annotations entered so far, and those still open.
     next_annotation: usize,
     open_annotations: Vec<u32>,
@@ -388,9 +426,9 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// The table from the calls as they come, or `None` when some thread's calls are not in
-    /// nesting order.
-    fn in_file_order(&self, ops: impl Iterator<Item = (u32, CpuOp)>) -> Option<Table> {
+    /// The table from calls whose threads are each in nesting order ([`NestingOrder`]), as
+    /// they come.
+    fn in_file_order(&self, ops: impl Iterator<Item = (u32, CpuOp)>) -> Table {
         let mut table = Table::default();
         // By thread id: the trace numbers threads densely from 0.
         let mut threads: Vec<ThreadWalk> = Vec::new();
@@ -399,19 +437,12 @@ impl<'a> Walk<'a> {
             if thread >= threads.len() {
                 threads.resize_with(thread + 1, ThreadWalk::default);
             }
-            let t = &mut threads[thread];
-            let in_order = t
-                .last
-                .is_none_or(|(s, e)| op.start > s || (op.start == s && op.end <= e));
-            if !in_order {
-                return None;
-            }
-            self.visit(t, op, idx, &mut table);
+            self.visit(&mut threads[thread], op, idx, &mut table);
         }
         for t in &mut threads {
             self.close_all(t, &mut table);
         }
-        Some(table)
+        table
     }
 
     /// The table from calls in any order: sorted into nesting order first.
@@ -434,7 +465,6 @@ impl<'a> Walk<'a> {
 
     /// Call `idx` on thread `t`: the calls that ended before it close, it opens.
     fn visit(&self, t: &mut ThreadWalk, op: CpuOp, idx: u32, table: &mut Table) {
-        t.last = Some((op.start, op.end));
         while t.stack.last().is_some_and(|f| f.op.end <= op.start) {
             if let Some(f) = t.stack.pop() {
                 self.close(f, &mut t.stack, table);
@@ -645,7 +675,11 @@ mod tests {
                 each_call(&self.calls),
             );
             let walk = Walk::new(&self.annotations, &device);
-            let streamed = walk.in_file_order(each_call(&self.calls));
+            let mut order = NestingOrder::default();
+            each_call(&self.calls).for_each(|(_, op)| order.see(&op));
+            let streamed = order
+                .holds()
+                .then(|| walk.in_file_order(each_call(&self.calls)));
             let ops: Vec<CpuOp> = each_call(&self.calls).map(|(_, op)| op).collect();
             let sorted = walk.sorted(&ops);
             (

@@ -387,7 +387,18 @@ impl TraceConverter {
     }
 
     /// Attributes, aggregates and builds the timeline.
-    pub fn finish(mut self, diags: &mut Diagnostics) -> TraceParts {
+    pub fn finish(self, diags: &mut Diagnostics) -> TraceParts {
+        self.finish_then(diags, || {})
+    }
+
+    /// [`Self::finish`], calling `before_timeline` before the timeline's columns, the
+    /// largest allocation, are built: the caller can wait there for work it runs beside
+    /// (the operator table) to finish and free its memory.
+    pub fn finish_then(
+        mut self,
+        diags: &mut Diagnostics,
+        before_timeline: impl FnOnce(),
+    ) -> TraceParts {
         self.report_skipped(diags);
         let nesting = Nesting::of(&self.ranges);
         let attribution = Attribution::of(&self);
@@ -421,6 +432,7 @@ impl TraceConverter {
         let instance_kernels =
             self.instance_kernels(&nesting, &members, &attribution, &kernels, &row_to_id);
         let totals = self.build_totals(&attribution, &order, streams.len());
+        before_timeline();
         let timeline = self.build_timeline(&nesting, &attribution, &row_to_id, &order, streams);
         TraceParts {
             stages,

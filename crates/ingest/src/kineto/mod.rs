@@ -33,7 +33,7 @@ use crate::SourceFacts;
 
 mod operators;
 
-use operators::{CallLog, DeviceTimes, PieceCalls};
+use operators::{CallLog, DeviceTimes, Pairs, PieceCalls};
 pub use operators::{OperatorCalls, TraceOperators};
 
 /// One trace is one process as far as correlation ids go.
@@ -150,7 +150,7 @@ fn read_chunked(
             // Only GPU ops without an External id need the runtime calls' (rare: kineto
             // gives kernels theirs); dropped here otherwise, before the operator table runs.
             runtime_ext: if device.by_correlation_is_empty() {
-                Vec::new()
+                Pairs::default()
             } else {
                 runtime_ext
             },
@@ -1124,7 +1124,7 @@ struct Batch {
     shapes: Shapes,
     device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
-    runtime_ext: Vec<(i64, i64)>,
+    runtime_ext: Pairs,
     launches: Vec<LaunchEvent>,
     gpu_events: Vec<GpuEvent>,
     first_ts: Option<i64>,
@@ -1291,7 +1291,7 @@ impl Batch {
             return;
         };
         if let Some(ext) = args.external_id.i64() {
-            self.runtime_ext.push((correlation, ext));
+            self.runtime_ext.push(correlation, ext);
         }
         let thread = self.thread(pid, tid);
         if convert {
@@ -1403,7 +1403,7 @@ struct Sink<'c, 'd> {
     shapes: Shapes,
     device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
-    runtime_ext: Vec<(i64, i64)>,
+    runtime_ext: Pairs,
     first_ts: Option<i64>,
     counts: Counts,
 }
@@ -1420,7 +1420,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             probes: Vec::new(),
             shapes: Shapes::default(),
             device: DeviceTimes::default(),
-            runtime_ext: Vec::new(),
+            runtime_ext: Pairs::default(),
             first_ts: None,
             counts: Counts::default(),
         }
@@ -1457,7 +1457,7 @@ impl<'c, 'd> Sink<'c, 'd> {
             ..p
         }));
         self.device.append(b.device);
-        self.runtime_ext.extend(b.runtime_ext);
+        self.runtime_ext.append(b.runtime_ext);
         if let Some(first) = b.first_ts {
             self.first_ts = Some(self.first_ts.map_or(first, |f| f.min(first)));
         }

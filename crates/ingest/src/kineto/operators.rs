@@ -24,7 +24,7 @@ pub struct OperatorCalls {
     pub(super) annotations: Vec<Annotation>,
     pub(super) device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
-    pub(super) runtime_ext: Vec<(i64, i64)>,
+    pub(super) runtime_ext: Pairs,
 }
 
 /// The operator table of a trace.
@@ -215,21 +215,90 @@ impl NestingOrder {
     }
 }
 
+/// `(i64, i64)` pairs, varint-encoded as wrapping deltas from the previous pair (exact for
+/// any values; 2 to 6 bytes a pair where ids and durations grow slowly, against 16).
+#[derive(Debug, Default, Clone)]
+struct PairLog {
+    bytes: Vec<u8>,
+    len: usize,
+    prev: (i64, i64),
+}
+
+impl PairLog {
+    fn push(&mut self, a: i64, b: i64) {
+        put_varint(&mut self.bytes, zigzag(a.wrapping_sub(self.prev.0)));
+        put_varint(&mut self.bytes, zigzag(b.wrapping_sub(self.prev.1)));
+        self.prev = (a, b);
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let mut at = 0;
+        let mut prev = (0i64, 0i64);
+        (0..self.len).map_while(move |_| {
+            prev.0 = prev
+                .0
+                .wrapping_add(unzigzag(get_varint(&self.bytes, &mut at)?));
+            prev.1 = prev
+                .1
+                .wrapping_add(unzigzag(get_varint(&self.bytes, &mut at)?));
+            Some(prev)
+        })
+    }
+}
+
+/// A trace's pairs, one [`PairLog`] per piece, in file order.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Pairs {
+    pieces: Vec<PairLog>,
+}
+
+impl Pairs {
+    pub(super) fn push(&mut self, a: i64, b: i64) {
+        if self.pieces.is_empty() {
+            self.pieces.push(PairLog::default());
+        }
+        if let Some(log) = self.pieces.last_mut() {
+            log.push(a, b);
+        }
+    }
+
+    /// Appends another piece's pairs (kept as they are: deltas restart per piece).
+    pub(super) fn append(&mut self, other: Pairs) {
+        for mut log in other.pieces.into_iter().filter(|l| l.len > 0) {
+            log.bytes.shrink_to_fit();
+            self.pieces.push(log);
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pieces.iter().all(|l| l.len == 0)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.pieces.iter().flat_map(PairLog::iter)
+    }
+
+    fn len(&self) -> usize {
+        self.pieces.iter().map(|l| l.len).sum()
+    }
+}
+
 /// The device time of the trace's GPU ops, keyed by what names their launching call: the
 /// External id where the op has one, otherwise its correlation id (resolved through the
-/// runtime calls once the whole trace is read).
+/// runtime calls once the whole trace is read). Durations are stored as `i64` bits.
 #[derive(Debug, Default, Clone)]
 pub(super) struct DeviceTimes {
-    by_ext: Vec<(i64, u64)>,
-    by_correlation: Vec<(i64, u64)>,
+    by_ext: Pairs,
+    by_correlation: Pairs,
 }
 
 impl DeviceTimes {
     /// A GPU op of `dur` ns; one with neither id can belong to no call and is not kept.
     pub(super) fn push(&mut self, ext: Option<i64>, correlation: Option<i64>, dur: u64) {
         match (ext, correlation) {
-            (Some(e), _) => self.by_ext.push((e, dur)),
-            (None, Some(c)) => self.by_correlation.push((c, dur)),
+            (Some(e), _) => self.by_ext.push(e, dur as i64),
+            (None, Some(c)) => self.by_correlation.push(c, dur as i64),
             (None, None) => {}
         }
     }
@@ -240,8 +309,8 @@ impl DeviceTimes {
     }
 
     pub(super) fn append(&mut self, other: DeviceTimes) {
-        self.by_ext.extend(other.by_ext);
-        self.by_correlation.extend(other.by_correlation);
+        self.by_ext.append(other.by_ext);
+        self.by_correlation.append(other.by_correlation);
     }
 }
 
@@ -273,18 +342,14 @@ impl OperatorCalls {
 /// Device time per External id, and which call owns it: the last call in file order with
 /// that id, as a map from id to call would have it.
 struct DeviceTable {
-    /// Sorted by `ext`.
-    entries: Vec<DeviceEntry>,
+    /// `(External id, device time)`, sorted by id.
+    sums: Vec<(i64, u64)>,
+    /// Per entry of `sums`: GPU ops, and the owning call ([`NO_OWNER`] for none).
+    ops: Vec<u32>,
+    owner: Vec<u32>,
     /// The last entry found: calls come roughly in External id order, so the next lookup is
     /// usually this one or the next.
     finger: std::cell::Cell<usize>,
-}
-
-struct DeviceEntry {
-    ext: i64,
-    dur: u64,
-    ops: u64,
-    owner: u32,
 }
 
 const NO_OWNER: u32 = u32::MAX;
@@ -292,59 +357,55 @@ const NO_OWNER: u32 = u32::MAX;
 impl DeviceTable {
     fn new(
         times: DeviceTimes,
-        runtime_ext: Vec<(i64, i64)>,
-        ops: impl Iterator<Item = (u32, CpuOp)>,
+        runtime_ext: Pairs,
+        calls: impl Iterator<Item = (u32, CpuOp)>,
     ) -> Self {
-        let DeviceTimes {
-            mut by_ext,
-            by_correlation,
-        } = times;
-        if !by_correlation.is_empty() {
-            let ext_of = last_per_key(runtime_ext);
-            by_ext.extend(by_correlation.into_iter().filter_map(|(c, dur)| {
+        let mut sums: Vec<(i64, u64)> = Vec::with_capacity(times.by_ext.len());
+        sums.extend(times.by_ext.iter().map(|(e, d)| (e, d as u64)));
+        if !times.by_correlation.is_empty() {
+            let ext_of = last_per_key(runtime_ext.iter().collect());
+            sums.extend(times.by_correlation.iter().filter_map(|(c, d)| {
                 let k = ext_of.binary_search_by_key(&c, |p| p.0).ok()?;
-                Some((ext_of[k].1, dur))
+                Some((ext_of[k].1, d as u64))
             }));
         }
-        by_ext.sort_unstable_by_key(|p| p.0);
-        let mut entries: Vec<DeviceEntry> = Vec::new();
-        for (ext, dur) in by_ext {
-            match entries.last_mut() {
-                Some(e) if e.ext == ext => {
-                    e.dur += dur;
-                    e.ops += 1;
-                }
-                _ => entries.push(DeviceEntry {
-                    ext,
-                    dur,
-                    ops: 1,
-                    owner: NO_OWNER,
-                }),
+        sums.sort_unstable_by_key(|p| p.0);
+        // One entry per id, summed in place.
+        let mut ops: Vec<u32> = Vec::new();
+        let mut kept = 0;
+        for i in 0..sums.len() {
+            let (ext, dur) = sums[i];
+            if kept > 0 && sums[kept - 1].0 == ext {
+                sums[kept - 1].1 += dur;
+                ops[kept - 1] = ops[kept - 1].saturating_add(1);
+            } else {
+                sums[kept] = (ext, dur);
+                ops.push(1);
+                kept += 1;
             }
         }
+        sums.truncate(kept);
+        sums.shrink_to_fit();
         let mut table = DeviceTable {
-            entries,
+            owner: vec![NO_OWNER; kept],
+            sums,
+            ops,
             finger: Default::default(),
         };
-        for (i, op) in ops {
-            if let Some(e) = op.external_id().and_then(|x| table.entry_mut(x)) {
-                e.owner = i;
+        for (i, op) in calls {
+            if let Some(k) = op.external_id().and_then(|x| table.position(x)) {
+                table.owner[k] = i;
             }
         }
         table
     }
 
-    fn entry_mut(&mut self, ext: i64) -> Option<&mut DeviceEntry> {
-        let k = self.position(ext)?;
-        Some(&mut self.entries[k])
-    }
-
     fn position(&self, ext: i64) -> Option<usize> {
         let f = self.finger.get();
-        let near = (f..self.entries.len().min(f + 2)).find(|&k| self.entries[k].ext == ext);
+        let near = (f..self.sums.len().min(f + 2)).find(|&k| self.sums[k].0 == ext);
         let k = match near {
             Some(k) => k,
-            None => self.entries.binary_search_by_key(&ext, |e| e.ext).ok()?,
+            None => self.sums.binary_search_by_key(&ext, |e| e.0).ok()?,
         };
         self.finger.set(k);
         Some(k)
@@ -353,8 +414,8 @@ impl DeviceTable {
     /// Device time and GPU ops call `i` launched itself.
     fn of(&self, i: u32, op: &CpuOp) -> (u64, u64) {
         let owned = op.external_id().and_then(|x| {
-            let e = &self.entries[self.position(x)?];
-            (e.owner == i).then_some((e.dur, e.ops))
+            let k = self.position(x)?;
+            (self.owner[k] == i).then_some((self.sums[k].1, u64::from(self.ops[k])))
         });
         owned.unwrap_or((0, 0))
     }
@@ -752,7 +813,11 @@ mod tests {
                 }],
                 annotations: Vec::new(),
                 device,
-                runtime_ext: vec![(90, 3)],
+                runtime_ext: {
+                    let mut p = Pairs::default();
+                    p.push(90, 3);
+                    p
+                },
             }
         };
         let (streamed, in_order) = calls(&[0, 1, 2]).both_ways();

@@ -1,0 +1,19 @@
+# Issue 15: the kineto (differential) and nsys fuzz targets on the GPU host's cores.
+# usage: fuzz-host.sh SECONDS_KINETO SECONDS_NSYS  (binaries: .gpuc/fz-{kineto,nsys}.xz, stripped)
+set -u
+R=$PWD; J=$(nproc)
+for t in kineto nsys; do xz -dc .gpuc/fz-$t.xz > /tmp/fz-$t && chmod +x /tmp/fz-$t; done
+run() {
+  t=$1; secs=$2; dict=""; [ -f $R/tests/fuzz/$t.dict ] && dict="-dict=$R/tests/fuzz/$t.dict"
+  rm -rf /tmp/c-$t /tmp/a-$t; mkdir -p /tmp/c-$t /tmp/a-$t; cd /tmp/a-$t
+  /tmp/fz-$t /tmp/c-$t $R/tests/fuzz/corpus/$t $dict -jobs=$J -workers=$J -rss_limit_mb=2048 \
+    -timeout=10 -max_len=65536 -max_total_time=$secs -print_final_stats=1 > /tmp/fz-$t.log 2>&1
+  execs=$(grep -h "stat::number_of_executed_units" fuzz-*.log | awk '{s+=$2} END{print s+0}')
+  cov=$(grep -ho "cov: [0-9]*" fuzz-*.log | awk '{print $2}' | sort -n | tail -1)
+  rss=$(grep -ho "rss: [0-9]*Mb" fuzz-*.log | tr -dc '0-9\n' | sort -n | tail -1)
+  echo "$t: $J workers, $secs s, executions $execs, max cov $cov, max rss ${rss}Mb, findings: $(ls /tmp/a-$t | grep -c -E '^(crash|timeout|oom|leak)-')"
+  ls /tmp/a-$t | grep -E '^(crash|timeout|oom)-' | head -3
+  cd $R
+}
+run kineto ${1:-180}
+run nsys ${2:-120}

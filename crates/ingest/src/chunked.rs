@@ -17,7 +17,7 @@
 //! pieces' digests, not by the file.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Condvar, Mutex};
 
 use serde::de::{DeserializeSeed, IgnoredAny};
 use serde::Deserialize;
@@ -343,14 +343,15 @@ fn read_window<P: ElementParser>(
     }
     let next = AtomicUsize::new(0);
     let cancel = AtomicBool::new(false);
+    let gate = Gate::new(2 * workers);
     std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel::<(usize, Piece<P::Piece>)>();
         for _ in 0..workers {
             let tx = tx.clone();
-            let (next, cancel, starts) = (&next, &cancel, &starts);
+            let (next, cancel, starts, gate) = (&next, &cancel, &starts, &gate);
             s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= starts.len() || cancel.load(Ordering::Relaxed) {
+                if i >= starts.len() || !gate.wait_for(i, cancel) {
                     return;
                 }
                 let piece = parse_piece(parser, bytes, starts[i], stop_of(i), last_window);
@@ -375,16 +376,52 @@ fn read_window<P: ElementParser>(
                 _ => parse_piece(parser, bytes, verified, stop_of(i), last_window),
             };
             sink(piece.digest);
+            gate.open_to(i + 1);
             match piece.end {
                 PieceEnd::Stop(p) if stop_of(i) != usize::MAX => verified = p,
                 end => {
                     cancel.store(true, Ordering::Relaxed);
+                    gate.open_to(usize::MAX);
                     return end;
                 }
             }
         }
         PieceEnd::Cut(verified)
     })
+}
+
+/// Keeps the workers at most `ahead` pieces ahead of the sink, so that the pieces parsed but
+/// not yet taken (their digests: records waiting in memory) stay few when the sink is the
+/// slower side.
+struct Gate {
+    ahead: usize,
+    taken: Mutex<usize>,
+    moved: Condvar,
+}
+
+impl Gate {
+    fn new(ahead: usize) -> Self {
+        Gate {
+            ahead,
+            taken: Mutex::new(0),
+            moved: Condvar::new(),
+        }
+    }
+
+    /// Waits until piece `i` may be parsed; false when the read was cancelled meanwhile.
+    fn wait_for(&self, i: usize, cancel: &AtomicBool) -> bool {
+        let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        while i >= taken.saturating_add(self.ahead) && !cancel.load(Ordering::Relaxed) {
+            taken = self.moved.wait(taken).unwrap_or_else(|p| p.into_inner());
+        }
+        !cancel.load(Ordering::Relaxed)
+    }
+
+    /// The sink has taken every piece before `n`.
+    fn open_to(&self, n: usize) {
+        *self.taken.lock().unwrap_or_else(|p| p.into_inner()) = n;
+        self.moved.notify_all();
+    }
 }
 
 /// Guessed element starts from `start`, about `piece` bytes apart: the `{` of a `}` `,` `{`

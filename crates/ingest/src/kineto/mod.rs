@@ -1476,7 +1476,7 @@ impl<'c, 'd> Sink<'c, 'd> {
         }
         if b.ops.len() > 0 {
             let mut log = b.ops;
-            log.shrink_to_fit();
+            log.compact();
             self.calls.push(PieceCalls {
                 log,
                 threads,

@@ -105,8 +105,11 @@ impl CallLog {
         self.len
     }
 
-    pub(super) fn shrink_to_fit(&mut self) {
-        self.bytes.shrink_to_fit();
+    /// Moves the bytes into an allocation of exactly their size made on this thread. Logs are
+    /// written on the parsing workers and kept to the end: left in the workers' allocator
+    /// arenas, they would pin those arenas' freed memory around them.
+    pub(super) fn compact(&mut self) {
+        self.bytes = self.bytes.as_slice().to_vec();
     }
 
     /// The calls, in the piece's ids.
@@ -266,7 +269,8 @@ impl Pairs {
     /// Appends another piece's pairs (kept as they are: deltas restart per piece).
     pub(super) fn append(&mut self, other: Pairs) {
         for mut log in other.pieces.into_iter().filter(|l| l.len > 0) {
-            log.bytes.shrink_to_fit();
+            // As in `CallLog::compact`.
+            log.bytes = log.bytes.as_slice().to_vec();
             self.pieces.push(log);
         }
     }

@@ -36,6 +36,9 @@ mod operators;
 use operators::{CallLog, DeviceTimes, Pairs, PieceCalls};
 pub use operators::{OperatorCalls, TraceOperators};
 
+/// The window of a gzip-compressed trace (see [`read_chunked`]).
+const GZIP_WINDOW: usize = 8 << 20;
+
 /// One trace is one process as far as correlation ids go.
 const PROCESS: u64 = 0;
 
@@ -71,6 +74,16 @@ fn read_chunked(
     diags: &mut Diagnostics,
     chunking: Chunking,
 ) -> Result<KinetoInput, IngestError> {
+    // An inflated window is anonymous memory, unlike a mapped one: keep it smaller. The parse
+    // of a `.gz` waits on the one inflating thread anyway.
+    let chunking = if input::is_gzip(path) {
+        Chunking {
+            window: chunking.window.min(GZIP_WINDOW),
+            ..chunking
+        }
+    } else {
+        chunking
+    };
     let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
     let parser = EventParser {
         convert: conv.is_some(),

@@ -10,6 +10,8 @@ el() { echo "[$(( $(date +%s) - START )) s] $*"; }
 mkdir -p $OUT/nsys1g
 exec > >(tee -a $OUT/nsys1g/job-${PHASE}.log) 2>&1
 xz -dc .gpuc/llmprof.xz > /tmp/llmprof && chmod +x /tmp/llmprof
+# An older binary to compare with, when given (.gpuc/llmprof-old.xz).
+[ -f .gpuc/llmprof-old.xz ] && xz -dc .gpuc/llmprof-old.xz > /tmp/llmprof-old && chmod +x /tmp/llmprof-old
 mkdir -p /tmp/nsyslibs && tar -C /tmp -xJf .gpuc/nsyslibs.tar.xz
 export LD_LIBRARY_PATH=/tmp/nsyslibs:${LD_LIBRARY_PATH:-}
 NSYS=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
@@ -28,8 +30,9 @@ import sqlite3; c=sqlite3.connect('/dev/shm/long.sqlite')
 print('kernels', c.execute('select count(*) from CUPTI_ACTIVITY_KIND_KERNEL').fetchone(), 'runtime', c.execute('select count(*) from CUPTI_ACTIVITY_KIND_RUNTIME').fetchone(), 'nvtx', c.execute('select count(*) from NVTX_EVENTS').fetchone())"
 el stats; /usr/bin/time -f "nsys stats: %e s wall %M KB peak" $NSYS stats --report cuda_gpu_kern_sum,nvtx_gpu_proj_sum --format csv --output /dev/shm/st /dev/shm/long.sqlite > stats.log 2>&1; tail -3 stats.log
 el ingest
-for i in 1 2 3; do rm -rf r; /usr/bin/time -f "llmprof ingest: %e s wall %M KB peak %U user %S sys" /tmp/llmprof ingest --nsys /dev/shm/long.sqlite --out r 2>&1 | tail -1; done
-rm -rf r; echo "anon: $(bash $R/gpu-jobs/anonpeak.sh /tmp/llmprof ingest --nsys /dev/shm/long.sqlite --out r)"
+BINS="llmprof"; [ -x /tmp/llmprof-old ] && BINS="llmprof-old llmprof"
+for i in 1 2 3; do for b in $BINS; do rm -rf r; /usr/bin/time -f "$b ingest: %e s wall %M KB peak %U user %S sys" /tmp/$b ingest --nsys /dev/shm/long.sqlite --out r 2>&1 | tail -1; done; done
+for b in $BINS; do rm -rf r; echo "$b anon: $(bash $R/gpu-jobs/anonpeak.sh /tmp/$b ingest --nsys /dev/shm/long.sqlite --out r)"; done
 el done
 cp /dev/shm/st_* $OUT/nsys1g/ 2>/dev/null; cp r/*/bundle.json $OUT/nsys1g/ 2>/dev/null; cp profile.log $OUT/nsys1g/ 2>/dev/null
 ls -la $OUT/nsys1g

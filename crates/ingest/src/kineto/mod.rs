@@ -67,6 +67,20 @@ pub fn read(
     read_chunked(path, conv, diags, Chunking::default())
 }
 
+/// `chunking` for the trace at `path`: an inflated window is anonymous memory, unlike a
+/// mapped one, so a `.gz` gets a smaller one (its parse waits on the one inflating thread
+/// anyway).
+fn for_input(path: &Path, chunking: Chunking) -> Chunking {
+    if input::is_gzip(path) {
+        Chunking {
+            window: chunking.window.min(GZIP_WINDOW),
+            ..chunking
+        }
+    } else {
+        chunking
+    }
+}
+
 /// [`read`] with the window, piece and worker counts given.
 fn read_chunked(
     path: &Path,
@@ -74,16 +88,7 @@ fn read_chunked(
     diags: &mut Diagnostics,
     chunking: Chunking,
 ) -> Result<KinetoInput, IngestError> {
-    // An inflated window is anonymous memory, unlike a mapped one: keep it smaller. The parse
-    // of a `.gz` waits on the one inflating thread anyway.
-    let chunking = if input::is_gzip(path) {
-        Chunking {
-            window: chunking.window.min(GZIP_WINDOW),
-            ..chunking
-        }
-    } else {
-        chunking
-    };
+    let chunking = for_input(path, chunking);
     let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
     let parser = EventParser {
         convert: conv.is_some(),

@@ -471,19 +471,12 @@ impl TraceConverter {
     /// placed it in a graph) and counts graph calls per row; returns, per launch record, whether
     /// it launched a graph.
     fn mark_graph_ops(&mut self, attribution: &Attribution) -> Vec<bool> {
-        let graph_calls: rustc_hash::FxHashSet<(u64, i64)> = self
-            .launches
-            .iter()
-            .filter(|l| l.graph())
-            .map(|l| (self.callers[l.caller as usize].0, l.correlation))
-            .collect();
         let mut graph_launch: Vec<bool> = self.launches.iter().map(|l| l.graph()).collect();
-        let queues = &self.queues;
         for (i, op) in self.ops.iter_mut().enumerate() {
-            let process = queues[op.queue as usize].0;
-            let by_call = op
-                .correlation()
-                .is_some_and(|c| graph_calls.contains(&(process, c)));
+            // The op's launch, as the attribution joined it, is a graph launch.
+            let by_call = attribution
+                .launch(i)
+                .is_some_and(|l| self.launches[l].graph());
             if op.graph().is_none() && by_call {
                 op.set_graph(Some(GraphRef {
                     graph: None,

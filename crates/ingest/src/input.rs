@@ -8,6 +8,7 @@ use std::ops::Deref;
 use std::path::Path;
 
 use crate::error::IngestError;
+use crate::inflate::{GzipWindow, InflateError};
 
 /// The bytes of one input file.
 #[derive(Debug)]
@@ -163,34 +164,7 @@ enum WindowSource {
         len: u64,
         map: Option<memmap2::Mmap>,
     },
-    Gzip {
-        /// Blocks from the inflating thread ([`inflate_blocks`]); an empty block is the end.
-        blocks: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
-        buf: Vec<u8>,
-        inflated: u64,
-        cap: u64,
-    },
-}
-
-/// Inflates `file` on a thread of its own, a block at a time, at most `cap + 1` bytes, so
-/// that inflating overlaps the parse of the window before.
-fn inflate_blocks(file: File, cap: u64) -> std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>> {
-    const BLOCK: usize = 1 << 20;
-    let (tx, rx) = std::sync::mpsc::sync_channel(8);
-    std::thread::spawn(move || {
-        let dec = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
-        let mut dec = dec.take(cap + 1);
-        loop {
-            let mut block = Vec::with_capacity(BLOCK);
-            let r = (&mut dec).take(BLOCK as u64).read_to_end(&mut block);
-            let end = matches!(r, Ok(0) | Err(_));
-            // A closed channel means the reader is gone: stop.
-            if tx.send(r.map(|_| block)).is_err() || end {
-                return;
-            }
-        }
-    });
-    rx
+    Gzip(GzipWindow),
 }
 
 impl InputWindow {
@@ -198,13 +172,7 @@ impl InputWindow {
     pub fn open(what: &'static str, path: &Path, len: usize) -> Result<Self, IngestError> {
         let file = open_file(what, path)?;
         let source = if is_gzip(path) {
-            let cap = inflate_cap(path);
-            WindowSource::Gzip {
-                blocks: inflate_blocks(file, cap),
-                buf: Vec::new(),
-                inflated: 0,
-                cap,
-            }
+            WindowSource::Gzip(GzipWindow::spawn(file, inflate_cap(path), len))
         } else {
             let len = file
                 .metadata()
@@ -237,7 +205,7 @@ impl InputWindow {
     pub fn bytes(&self) -> &[u8] {
         match &self.source {
             WindowSource::Mapped { map, .. } => map.as_deref().unwrap_or(&[]),
-            WindowSource::Gzip { buf, .. } => buf,
+            WindowSource::Gzip(gz) => gz.bytes(),
         }
     }
 
@@ -280,25 +248,15 @@ impl InputWindow {
                     *map = Some(m);
                 }
             }
-            WindowSource::Gzip {
-                blocks,
-                buf,
-                inflated,
-                cap,
-            } => {
-                buf.drain(..from);
-                while buf.len() < len && !self.at_end {
-                    let block = blocks.recv().unwrap_or_else(|_| Ok(Vec::new()));
-                    let block = block.map_err(|e| {
+            WindowSource::Gzip(gz) => {
+                let moved = gz.advance(from, len);
+                self.at_end = gz.at_end();
+                moved.map_err(|e| match e {
+                    InflateError::Corrupt(e) => {
                         IngestError::invalid(what, path, format!("corrupt gzip stream: {e}"))
-                    })?;
-                    *inflated += block.len() as u64;
-                    self.at_end = block.is_empty();
-                    if *inflated > *cap {
-                        return Err(bomb(what, path, *cap));
                     }
-                    buf.extend_from_slice(&block);
-                }
+                    InflateError::Bomb => bomb(what, path, inflate_cap(path)),
+                })?;
             }
         }
         Ok(())

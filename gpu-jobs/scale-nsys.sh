@@ -33,6 +33,15 @@ el ingest
 BINS="llmprof"; [ -x /tmp/llmprof-old ] && BINS="llmprof-old llmprof"
 for i in 1 2 3; do for b in $BINS; do rm -rf r; /usr/bin/time -f "$b ingest: %e s wall %M KB peak %U user %S sys" /tmp/$b ingest --nsys /dev/shm/long.sqlite --out r 2>&1 | tail -1; done; done
 for b in $BINS; do rm -rf r; echo "$b anon: $(bash $R/gpu-jobs/anonpeak.sh /tmp/$b ingest --nsys /dev/shm/long.sqlite --out r)"; done
+if [ -x /tmp/llmprof-old ]; then
+  rm -rf r-old r-new; /tmp/llmprof-old ingest --nsys /dev/shm/long.sqlite --out r-old >/dev/null 2>&1; /tmp/llmprof ingest --nsys /dev/shm/long.sqlite --out r-new >/dev/null 2>&1
+  for f in timeline.json launch_calls.json; do cmp r-old/*/$f r-new/*/$f && echo "$f: old and new equal"; done
+  python3 -c "
+import json,glob
+a,b=[json.load(open(glob.glob(d+'/*/bundle.json')[0])) for d in ('r-old','r-new')]
+diff=[k for k in a if k not in ('run_id','created_at','ingested_at') and a.get(k)!=b.get(k)]
+print('bundle: old and new equal' if not diff else 'bundle DIFF: '+','.join(diff))"
+fi
 el done
 cp /dev/shm/st_* $OUT/nsys1g/ 2>/dev/null; cp r/*/bundle.json $OUT/nsys1g/ 2>/dev/null; cp profile.log $OUT/nsys1g/ 2>/dev/null
 ls -la $OUT/nsys1g

@@ -26,6 +26,7 @@ use llmprof_bundle::{
 use crate::communication::Collectives;
 use crate::diagnostics::Diagnostics;
 use crate::intern::Interner;
+use crate::launched::LaunchedSet;
 use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use llmprof_bundle::names;
 
@@ -196,6 +197,8 @@ pub struct TraceConverter {
     /// library ranges and get no per-instance kernel samples.
     stage_names: Vec<String>,
     collectives: Collectives,
+    /// Set by [`TraceConverter::keep_only_launches_of_ops`]: the launch calls kept.
+    launched: Option<LaunchedSet>,
 }
 
 impl TraceConverter {
@@ -243,6 +246,9 @@ impl TraceConverter {
     /// One CUDA API call that may have launched GPU work, and the API function's name where
     /// the source gives it.
     pub fn handle_launch(&mut self, l: LaunchRecord, api: Option<&str>) {
+        if (self.launched.as_ref()).is_some_and(|set| !set.contains(l.process, l.correlation)) {
+            return;
+        }
         let key = (l.process, l.thread, l.tid);
         let (callers, ids) = (&mut self.callers, &mut self.caller_ids);
         let caller = *ids.entry(key).or_insert_with(|| {
@@ -320,6 +326,17 @@ impl TraceConverter {
         };
         acc.set_graph(graph);
         self.ops.push(acc);
+    }
+
+    /// From now on, keeps only the launch calls that ran one of the GPU ops handled so far. A
+    /// source that reads every op before the launch calls (an Nsight Systems export) calls it
+    /// in between, so that the millions of API calls that launch nothing are never kept; no
+    /// output changes, since only a call that ran an op is ever looked up.
+    pub fn keep_only_launches_of_ops(&mut self) {
+        let (ops, queues) = (&self.ops, &self.queues);
+        self.launched = Some(LaunchedSet::of(|| {
+            (ops.iter()).filter_map(|op| Some((queues[op.queue as usize].0, op.correlation()?)))
+        }));
     }
 
     /// Makes room for `n` more GPU ops (a source that knows its count says so up front).

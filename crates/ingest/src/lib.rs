@@ -15,6 +15,7 @@ mod inflate;
 pub mod input;
 mod intern;
 pub mod kineto;
+mod launched;
 pub mod merge;
 pub mod ncu;
 pub mod nsys;

@@ -210,7 +210,6 @@ impl Export<'_> {
         }
         let strings = self.strings()?;
         self.read_ranges(&strings, conv, diags)?;
-        self.read_launches(&strings, conv)?;
         let nodes = self.graph_nodes();
         if self.process.is_none() {
             // Room for every GPU op at once: millions of them, never in doubled vectors.
@@ -224,6 +223,9 @@ impl Export<'_> {
         let device_id = self.read_kernels(&strings, &nodes, conv, diags)?;
         self.read_memops(&nodes, conv, diags)?;
         self.read_graph_spans(conv, diags)?;
+        // The ops first: of the launch calls, only those that ran one are kept.
+        conv.keep_only_launches_of_ops();
+        self.read_launches(&strings, conv)?;
         if !self.has(KERNEL) {
             diags.note(
                 "nsys.no_kernel_table",

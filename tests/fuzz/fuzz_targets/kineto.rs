@@ -3,7 +3,8 @@
 //! never a panic. Then the same bytes read whole on one thread and in tiny windows and pieces
 //! on three workers must read alike (an assertion, so a difference is a finding): fuzz inputs
 //! are far smaller than a real window, so this is what puts the parallel reader's guessed
-//! piece bounds and window moves under the fuzzer.
+//! piece bounds and window moves under the fuzzer. Last, the bytes gzipped must read as they
+//! did plain, whole and in pieces: the inflating thread's buffer exchange under the fuzzer.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -24,7 +25,32 @@ fuzz_target!(|data: &[u8]| {
     }
     let (whole, pieces) = llmprof_ingest::kineto::read_whole_and_in_pieces(file.path());
     assert_eq!(whole, pieces, "the trace reads differently in pieces");
+    // The same bytes gzipped: inflated on the reader's own thread into its window buffers
+    // (`GzipWindow`), they must read as the plain file does.
+    if !data.starts_with(&[0x1f, 0x8b]) {
+        if let Some(gz) = gzipped(data) {
+            let (gz_whole, gz_pieces) = llmprof_ingest::kineto::read_whole_and_in_pieces(gz.path());
+            // Errors name the file: the two names aside, the readings must be equal.
+            let plain = whole.replace(&*file.path().to_string_lossy(), "FILE");
+            let unnamed = |s: String| s.replace(&*gz.path().to_string_lossy(), "FILE");
+            assert_eq!(plain, unnamed(gz_whole), "the trace reads differently gzipped");
+            assert_eq!(plain, unnamed(gz_pieces), "the trace reads differently gzipped, in pieces");
+        }
+    }
 });
+
+/// `data` written gzip-compressed to a temporary `.json.gz`.
+fn gzipped(data: &[u8]) -> Option<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let file = tempfile::Builder::new()
+        .suffix(".json.gz")
+        .tempfile_in(dir())
+        .ok()?;
+    let mut gz = flate2::write::GzEncoder::new(file.as_file(), flate2::Compression::fast());
+    gz.write_all(data).ok()?;
+    gz.finish().ok()?;
+    Some(file)
+}
 
 /// Files live in memory when /dev/shm exists.
 fn dir() -> &'static str {

@@ -13,6 +13,11 @@ run() {
   rss=$(grep -ho "rss: [0-9]*Mb" fuzz-*.log | tr -dc '0-9\n' | sort -n | tail -1)
   echo "$t: $J workers, $secs s, executions $execs, max cov $cov, max rss ${rss}Mb, findings: $(ls /tmp/a-$t | grep -c -E '^(crash|timeout|oom|leak)-')"
   ls /tmp/a-$t | grep -E '^(crash|timeout|oom)-' | head -3
+  # Findings come back under $OUT (when the runner gives one), with the log that names them.
+  if [ -n "${OUT:-}" ] && ls /tmp/a-$t | grep -q -E '^(crash|timeout|oom)-'; then
+    mkdir -p $OUT/fuzz-$t; cp /tmp/a-$t/crash-* /tmp/a-$t/timeout-* /tmp/a-$t/oom-* $OUT/fuzz-$t/ 2>/dev/null
+    grep -h -B2 -A8 "panicked\|ERROR" /tmp/a-$t/fuzz-*.log | head -60 > $OUT/fuzz-$t/log.txt
+  fi
   cd $R
 }
 run kineto ${1:-180}

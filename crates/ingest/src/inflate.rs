@@ -19,6 +19,9 @@ const HEADROOM: usize = 64 << 10;
 /// Buffers the thread allocates: the one being filled and the one being parsed.
 const BUFFERS: usize = 2;
 
+/// The largest buffer, whatever window is asked for: a longer window is made of several.
+const MAX_WINDOW: usize = 64 << 20;
+
 /// One buffer the thread filled: inflated bytes at `buf[HEADROOM..HEADROOM + len]`.
 #[derive(Debug)]
 struct Filled {
@@ -55,7 +58,7 @@ impl GzipWindow {
     /// Starts inflating `file`, `window` bytes a buffer and at most `cap + 1` bytes in all. The
     /// window is empty until the first [`GzipWindow::advance`].
     pub(crate) fn spawn(file: File, cap: u64, window: usize) -> Self {
-        let window = window.max(1);
+        let window = window.clamp(1, MAX_WINDOW);
         // The thread hands a filled buffer over only when the reader asks (rendezvous), and
         // gets each one back when the reader is done with it.
         let (filled_tx, filled) = mpsc::sync_channel(0);
@@ -248,6 +251,9 @@ mod tests {
             let grown = read_all(&input, window, |i, _| i % 2 * 5, |i| (i + 1) * 70_000);
             assert_eq!(grown, input, "grown windows, window {window}");
         }
+        // A window asked far larger than any buffer (a whole-file read) is made of several.
+        let whole = read_all(&input, 1 << 40, |_, len| len, |_| 1 << 40);
+        assert_eq!(whole, input, "one window for the whole input");
     }
 
     #[test]

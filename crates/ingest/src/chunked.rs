@@ -303,10 +303,13 @@ fn read_array<P: ElementParser>(
         match end {
             PieceEnd::ArrayEnd(p) => return Ok(p),
             PieceEnd::Cut(p) => {
-                // No element fits: grow the window (an element larger than it).
-                if p == 0 {
-                    window = window.saturating_mul(2);
-                }
+                // No element fits: grow the window (an element larger than it); once past
+                // it, the window is back to its size.
+                window = if p == 0 {
+                    window.saturating_mul(2)
+                } else {
+                    chunking.window
+                };
                 win.advance(p, window).map_err(ChunkError::Input)?;
                 pos = 0;
             }
@@ -316,6 +319,7 @@ fn read_array<P: ElementParser>(
             }
             PieceEnd::Stop(p) => {
                 // Only a piece with a stop inside the window ends so; the last never does.
+                window = chunking.window;
                 win.advance(p, window).map_err(ChunkError::Input)?;
                 pos = 0;
             }

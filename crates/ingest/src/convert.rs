@@ -331,7 +331,8 @@ impl TraceConverter {
     /// From now on, keeps only the launch calls that ran one of the GPU ops handled so far. A
     /// source that reads every op before the launch calls (an Nsight Systems export) calls it
     /// in between, so that the millions of API calls that launch nothing are never kept; no
-    /// output changes, since only a call that ran an op is ever looked up.
+    /// output changes, since only a call that ran an op is ever looked up. An op handled
+    /// after it would find its launch call only if another op already had the same id.
     pub fn keep_only_launches_of_ops(&mut self) {
         let (ops, queues) = (&self.ops, &self.queues);
         self.launched = Some(LaunchedSet::of(|| {
@@ -416,6 +417,7 @@ impl TraceConverter {
         diags: &mut Diagnostics,
         before_timeline: impl FnOnce(),
     ) -> TraceParts {
+        self.launched = None;
         self.report_skipped(diags);
         let nesting = Nesting::of(&self.ranges);
         let attribution = Attribution::of(&self);

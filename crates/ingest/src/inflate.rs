@@ -6,7 +6,8 @@
 //! reader moves on, the unparsed tail of its old window (an element cut by the window's end)
 //! is copied into that headroom, just before the new bytes, and the old buffer goes back to the
 //! thread. Inflated bytes are thus written once and copied only at the cut, and the memory held
-//! is two windows, whatever the input's size.
+//! is two windows, whatever the input's size. Only a window grown for an element longer than
+//! the headroom is copied whole, into a buffer of the reader's own.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -19,7 +20,8 @@ const HEADROOM: usize = 64 << 10;
 /// Buffers the thread allocates: the one being filled and the one being parsed.
 const BUFFERS: usize = 2;
 
-/// The largest buffer, whatever window is asked for: a longer window is made of several.
+/// The largest buffer the thread fills, whatever window is asked for: a longer window is made
+/// of several, in the reader's own buffer.
 const MAX_WINDOW: usize = 64 << 20;
 
 /// One buffer the thread filled: inflated bytes at `buf[HEADROOM..HEADROOM + len]`.
@@ -36,8 +38,8 @@ struct Filled {
 pub(crate) enum InflateError {
     /// The gzip stream is corrupt or the file could not be read.
     Corrupt(io::Error),
-    /// More than the cap came out.
-    Bomb,
+    /// More than the cap (here) came out.
+    Bomb(u64),
 }
 
 /// The window of a gzip input, over the inflating thread's buffers.
@@ -95,15 +97,15 @@ impl GzipWindow {
                 Ok(Ok(filled)) => filled,
                 Ok(Err(e)) => return Err(InflateError::Corrupt(e)),
                 Err(_) => {
-                    let stopped = io::Error::other("the inflating thread stopped");
+                    let stopped = io::Error::other("inflating stopped unexpectedly");
                     return Err(InflateError::Corrupt(stopped));
                 }
             };
             self.inflated += filled.len as u64;
-            self.at_end = filled.last;
             if self.inflated > self.cap {
-                return Err(InflateError::Bomb);
+                return Err(InflateError::Bomb(self.cap));
             }
+            self.at_end = filled.last;
             self.take(filled);
         }
         Ok(())
@@ -149,7 +151,7 @@ fn inflate(
     recycle: &Receiver<Vec<u8>>,
 ) {
     let reader = io::BufReader::with_capacity(1 << 18, file);
-    let mut dec = flate2::read::MultiGzDecoder::new(reader).take(cap + 1);
+    let mut dec = flate2::read::MultiGzDecoder::new(reader).take(cap.saturating_add(1));
     let mut made = 0;
     loop {
         let mut buf = if made < BUFFERS {
@@ -219,7 +221,7 @@ mod tests {
         want: impl Fn(usize) -> usize,
     ) -> Vec<u8> {
         let f = gzip(input);
-        let mut gz = GzipWindow::spawn(File::open(f.path()).unwrap(), u64::MAX - 1, window);
+        let mut gz = GzipWindow::spawn(File::open(f.path()).unwrap(), u64::MAX, window);
         gz.advance(0, window).unwrap();
         let mut out = Vec::new();
         for i in 0.. {
@@ -262,14 +264,14 @@ mod tests {
         let f = gzip(&input);
         let mut gz = GzipWindow::spawn(File::open(f.path()).unwrap(), 300_000, 100_000);
         let err = (0..20).find_map(|_| gz.advance(gz.bytes().len(), 100_000).err());
-        assert!(matches!(err, Some(InflateError::Bomb)), "{err:?}");
+        assert!(matches!(err, Some(InflateError::Bomb(300_000))), "{err:?}");
 
         let mut bytes = std::fs::read(f.path()).unwrap();
         let mid = bytes.len() / 2;
         bytes.truncate(mid);
         let cut = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(cut.path(), &bytes).unwrap();
-        let mut gz = GzipWindow::spawn(File::open(cut.path()).unwrap(), u64::MAX - 1, 100_000);
+        let mut gz = GzipWindow::spawn(File::open(cut.path()).unwrap(), u64::MAX, 100_000);
         let err = (0..100).find_map(|_| gz.advance(gz.bytes().len(), 100_000).err());
         assert!(matches!(err, Some(InflateError::Corrupt(_))), "{err:?}");
     }

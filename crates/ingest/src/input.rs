@@ -255,7 +255,7 @@ impl InputWindow {
                     InflateError::Corrupt(e) => {
                         IngestError::invalid(what, path, format!("corrupt gzip stream: {e}"))
                     }
-                    InflateError::Bomb => bomb(what, path, inflate_cap(path)),
+                    InflateError::Bomb(cap) => bomb(what, path, cap),
                 })?;
             }
         }

@@ -4,7 +4,7 @@
 //!
 //! Correlation ids are small increasing integers per process, so a process's set is a bitset
 //! over the range its ops use (a bit per id), unless its ids are sparse (a forged or merged
-//! trace): then a sorted list, never larger than the ops.
+//! trace): then a sorted list. Either takes at most 8 bytes per op.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -24,11 +24,6 @@ enum Ids {
     Sorted(Vec<i64>),
 }
 
-/// Ids per op within a process's range, below which the range is stored as a bitset (64 bits
-/// per id and a 2 MB floor: never more than a sorted list of the same ids would take).
-const DENSE_BITS_PER_ID: u64 = 64;
-const DENSE_FLOOR_BITS: u64 = 1 << 24;
-
 impl LaunchedSet {
     /// The set of the pairs `pairs()` yields; `pairs` is called twice (sizes, then contents).
     pub(crate) fn of<I: Iterator<Item = (u64, i64)>>(pairs: impl Fn() -> I) -> Self {
@@ -42,8 +37,9 @@ impl LaunchedSet {
             .into_iter()
             .map(|(p, (min, max, n))| {
                 let span = max.abs_diff(min);
-                let dense = span < n.saturating_mul(DENSE_BITS_PER_ID).max(DENSE_FLOOR_BITS);
-                let ids = if dense {
+                // A bitset of no more 64-bit words than the process has ops: never larger
+                // than the sorted list of its ids.
+                let ids = if span / 64 < n {
                     let words = usize::try_from(span / 64 + 1).unwrap_or(usize::MAX);
                     Ids::Bits {
                         min,
@@ -126,5 +122,22 @@ mod tests {
             assert!(!set.contains(p, id), "({p}, {id})");
         }
         assert!(!LaunchedSet::default().contains(0, 0));
+    }
+
+    /// Found in review: a floor per process let an export of many processes, each with two
+    /// far-apart ids, ask for a 2 MB bitset per process.
+    #[test]
+    fn far_apart_ids_of_many_processes_take_no_more_than_their_ops() {
+        let pairs = || (0..20_000u64).flat_map(|p| [(p, 0), (p, 16_000_000)]);
+        let set = LaunchedSet::of(pairs);
+        let bytes: usize = (set.by_process.values())
+            .map(|ids| match ids {
+                Ids::Bits { bits, .. } => bits.len() * 8,
+                Ids::Sorted(v) => v.len() * 8,
+            })
+            .sum();
+        assert!(bytes <= 40_000 * 8, "{bytes} bytes for 40,000 ids");
+        assert!(pairs().all(|(p, id)| set.contains(p, id)));
+        assert!(!set.contains(7, 1));
     }
 }

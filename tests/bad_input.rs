@@ -57,6 +57,25 @@ fn an_empty_gzip_file_is_refused_naming_it() {
     );
 }
 
+/// A `.gz` cut short (a copy interrupted): refused, naming the file and saying it looks
+/// truncated, with nothing written.
+#[test]
+fn a_gzip_file_cut_short_is_refused_as_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(crate::common::h200("kineto_trace.json.gz")).unwrap();
+    let p = dir.path().join("cut.json.gz");
+    std::fs::write(&p, &whole[..whole.len() / 3]).unwrap();
+    let runs = dir.path().join("runs");
+    let out = ingest(&p, &runs);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("cut.json.gz") && err.contains("looks truncated"),
+        "{err}"
+    );
+    assert!(!runs.exists() || std::fs::read_dir(&runs).unwrap().next().is_none());
+}
+
 /// 300 MiB of spaces in a 300 kB gzip (1,000:1): refused once it inflates past the cap
 /// (100× the compressed size, at least 256 MiB), not inflated whole.
 #[test]

@@ -86,12 +86,25 @@ fn inflate_capped(
 ) -> Result<(), IngestError> {
     let cap = inflate_cap(path);
     let dec = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
-    let copied = std::io::copy(&mut dec.take(cap + 1), out)
-        .map_err(|e| IngestError::invalid(what, path, format!("corrupt gzip stream: {e}")))?;
+    let copied = std::io::copy(&mut dec.take(cap + 1), out).map_err(|e| corrupt(what, path, &e))?;
     if copied > cap {
         return Err(bomb(what, path, cap));
     }
     Ok(())
+}
+
+/// The error for a gzip input that could not be inflated: one that ends early is most likely
+/// a file cut short.
+fn corrupt(what: &'static str, path: &Path, e: &std::io::Error) -> IngestError {
+    let message = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        format!(
+            "corrupt gzip stream: it ends early ({e}); the file looks truncated — was it cut \
+             short while being written or copied?"
+        )
+    } else {
+        format!("corrupt gzip stream: {e}")
+    };
+    IngestError::invalid(what, path, message)
 }
 
 /// The error for a gzip input that inflated past `cap`.
@@ -252,9 +265,7 @@ impl InputWindow {
                 let moved = gz.advance(from, len);
                 self.at_end = gz.at_end();
                 moved.map_err(|e| match e {
-                    InflateError::Corrupt(e) => {
-                        IngestError::invalid(what, path, format!("corrupt gzip stream: {e}"))
-                    }
+                    InflateError::Corrupt(e) => corrupt(what, path, &e),
                     InflateError::Bomb(cap) => bomb(what, path, cap),
                 })?;
             }

@@ -2,16 +2,7 @@
 # "old new") on the GPU host's CPUs: the 180 MB H200 trace and the 1 GB trace made from it,
 # gzip -1, and the 1 GB plain trace for the rate ratio; alternating, median of 5; then
 # anonymous peaks (gpu-jobs/anonpeak.sh), 3 samples each.
-set -u
-R=$PWD; B=${B:-"old new"}
-for b in $B; do xz -dc .gpuc/llmprof-$b.xz > /tmp/l-$b && chmod +x /tmp/l-$b; done
-echo "cores $(nproc)"; lscpu | grep -m1 "Model name"
-cd /dev/shm
-gunzip -c $R/tests/fixtures/h200-qwen2-0.5b/kineto_trace.json.gz > k180.json
-cp $R/tests/fixtures/h200-qwen2-0.5b/kineto_trace.json.gz k180.json.gz
-python3 $R/gpu-jobs/rep_kineto.py k180.json k1g.json 6 >/dev/null 2>&1
-gzip -1 -c k1g.json > k1g.json.gz
-ls -la k180.json.gz k1g.json k1g.json.gz
+. gpu-jobs/ab-setup.sh
 for F in k180.json.gz k1g.json.gz k1g.json; do for i in 1 2 3 4 5; do for b in $B; do rm -rf r; /usr/bin/time -f "$F $b %e %U" /tmp/l-$b ingest --kineto $F --out r 2>&1 | tail -1; done; done; done > /tmp/abgz.txt
 python3 - <<'P'
 import collections,statistics

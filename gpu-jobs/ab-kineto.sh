@@ -2,17 +2,7 @@
 # GPU host's CPUs, alternating, median of 5: the 180 MB H200 trace plain and .gz, a 1 GB trace
 # made from it (rep_kineto.py) plain and .gz, the 180 MB on 2 cores; anonymous peaks; outputs
 # compared; where the 1 GB run's time goes (phases.py).
-set -u
-R=$PWD
-B=${B:-"old new"}
-for b in $B; do xz -dc .gpuc/llmprof-$b.xz > /tmp/l-$b && chmod +x /tmp/l-$b; done
-echo "cores $(nproc)"; lscpu | grep -m1 "Model name"
-cd /dev/shm
-gunzip -c $R/tests/fixtures/h200-qwen2-0.5b/kineto_trace.json.gz > k180.json
-cp $R/tests/fixtures/h200-qwen2-0.5b/kineto_trace.json.gz k180.json.gz
-python3 $R/gpu-jobs/rep_kineto.py k180.json k1g.json 6 >/dev/null 2>&1
-gzip -1 -c k1g.json > k1g.json.gz
-ls -la k180.json k1g.json k1g.json.gz
+. gpu-jobs/ab-setup.sh
 run() { tag=$1; shift; for i in 1 2 3 4 5; do for b in $B; do rm -rf r; /usr/bin/time -f "$tag $b %e %M %U" "$@" /tmp/l-$b ingest --kineto $F --out r 2>&1 | tail -1; done; done; }
 for F in k180.json k180.json.gz k1g.json k1g.json.gz; do run $F; done > /tmp/ab.txt
 for F in k180.json k180.json.gz; do run 2core-$F taskset -c 2,3; done >> /tmp/ab.txt

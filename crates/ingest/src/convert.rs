@@ -334,10 +334,10 @@ impl TraceConverter {
     /// output changes, since only a call that ran an op is ever looked up. An op handled
     /// after it would find its launch call only if another op already had the same id.
     pub fn keep_only_launches_of_ops(&mut self) {
-        let (ops, queues) = (&self.ops, &self.queues);
-        self.launched = Some(LaunchedSet::of(|| {
-            (ops.iter()).filter_map(|op| Some((queues[op.queue as usize].0, op.correlation()?)))
-        }));
+        let set = LaunchedSet::of(|| {
+            (self.ops.iter()).filter_map(|op| Some((self.process(op), op.correlation()?)))
+        });
+        self.launched = Some(set);
     }
 
     /// Makes room for `n` more GPU ops (a source that knows its count says so up front).

@@ -86,7 +86,8 @@ fn inflate_capped(
 ) -> Result<(), IngestError> {
     let cap = inflate_cap(path);
     let dec = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
-    let copied = std::io::copy(&mut dec.take(cap + 1), out).map_err(|e| corrupt(what, path, &e))?;
+    let copied = std::io::copy(&mut dec.take(cap.saturating_add(1)), out)
+        .map_err(|e| corrupt(what, path, &e))?;
     if copied > cap {
         return Err(bomb(what, path, cap));
     }

@@ -10,6 +10,7 @@ the order of NVTX, record_function and synchronize calls is checked without a GP
 import doctest
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,7 @@ class Env:
 
     def __init__(self, test: unittest.TestCase, **extra: str) -> None:
         self.dir = tempfile.mkdtemp(prefix="llmprof-py-")
+        test.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
         env = {"LLMPROF_OUT_DIR": self.dir, **extra}
         patcher = mock.patch.dict(os.environ, env)
         patcher.start()
@@ -293,7 +295,9 @@ class PassAndKineto(unittest.TestCase):
     def test_kineto_trace_writes_a_chrome_trace_with_the_stages(self) -> None:
         import torch
 
-        out = os.path.join(tempfile.mkdtemp(), "kineto_trace.json")
+        tmp = tempfile.mkdtemp(prefix="llmprof-py-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        out = os.path.join(tmp, "kineto_trace.json")
         with mock.patch.dict(os.environ, {"LLMPROF_KINETO_OUT": out}):
             with llmprof.kineto_trace() as prof:
                 self.assertIsNotNone(prof)

@@ -3,7 +3,7 @@
 //! JSON parser can borrow strings instead of copying them.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::ops::Deref;
 use std::path::Path;
 
@@ -58,6 +58,25 @@ pub fn is_gzip(path: &Path) -> bool {
         .and_then(|mut f| f.read_exact(&mut magic))
         .is_ok()
         && magic == GZIP_MAGIC
+}
+
+/// What `path`, gzip-compressed, says it inflates to: its trailer's size field (the inflated
+/// size modulo 4 GiB, of its last member), `None` when the file is not gzip or the field is
+/// less than the compressed size (wrapped past 4 GiB, or several members). An estimate for
+/// sizing buffers, never trusted otherwise.
+pub fn gzip_inflated_size(path: &Path) -> Option<u64> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut magic = [0u8; 2];
+    file.read_exact(&mut magic).ok()?;
+    if magic != GZIP_MAGIC || len < 18 {
+        return None;
+    }
+    let mut isize = [0u8; 4];
+    file.seek(std::io::SeekFrom::Start(len - 4)).ok()?;
+    file.read_exact(&mut isize).ok()?;
+    let size = u64::from(u32::from_le_bytes(isize));
+    (size >= len).then_some(size)
 }
 
 /// Most a gzip input may inflate to, per compressed byte: profiler JSON and SQLite compress
@@ -272,5 +291,38 @@ impl InputWindow {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    #[test]
+    fn the_inflated_size_is_read_from_the_trailer_and_only_believed_when_plausible() {
+        let text = b"{\"traceEvents\": []}\n".repeat(4000);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        assert_eq!(
+            gzip_inflated_size(file(&gz).path()),
+            Some(text.len() as u64)
+        );
+        // A size field smaller than the file (wrapped past 4 GiB, or forged) is no estimate.
+        let mut forged = gz.clone();
+        let n = forged.len();
+        forged[n - 4..].copy_from_slice(&7u32.to_le_bytes());
+        assert_eq!(gzip_inflated_size(file(&forged).path()), None);
+        // Not gzip, too short to have a trailer, or missing.
+        assert_eq!(gzip_inflated_size(file(&text).path()), None);
+        assert_eq!(gzip_inflated_size(file(&gz[..10]).path()), None);
+        assert_eq!(gzip_inflated_size(Path::new("/nonexistent/x.gz")), None);
     }
 }

@@ -36,8 +36,16 @@ mod operators;
 use operators::{CallLog, DeviceTimes, Pairs, PieceCalls};
 pub use operators::{OperatorCalls, TraceOperators};
 
-/// The window of a gzip-compressed trace (see [`read_chunked`]).
+/// The largest window of a gzip-compressed trace (see [`for_input`]).
 const GZIP_WINDOW: usize = 8 << 20;
+/// The smallest.
+const GZIP_WINDOW_MIN: usize = 1 << 20;
+/// A gzip window is at most this fraction of the inflated trace: two are held at once, so a
+/// trace of 64 MB or more keeps its windows under 4% of its size in anonymous memory.
+const GZIP_WINDOW_SHARE: u64 = 64;
+/// The smallest piece of a gzip window: a window of the smallest size still gets two pieces
+/// per worker on 4 cores, and a piece's fixed costs stay small beside its parse.
+const GZIP_PIECE_MIN: usize = 128 << 10;
 
 /// One trace is one process as far as correlation ids go.
 const PROCESS: u64 = 0;
@@ -67,17 +75,26 @@ pub fn read(
     read_chunked(path, conv, diags, Chunking::default())
 }
 
-/// `chunking` for the trace at `path`: an inflated window is anonymous memory, unlike a
-/// mapped one, so a `.gz` gets a smaller one (its parse waits on the one inflating thread
-/// anyway).
+/// `chunking` for the trace at `path`. An inflated window is anonymous memory, unlike a
+/// mapped one, so a `.gz` gets a smaller one, sized to the trace its trailer announces
+/// (`1/GZIP_WINDOW_SHARE` of it, between 1 and 8 MB; its parse waits on the one inflating
+/// thread anyway), cut into pieces small enough to keep every worker busy.
 fn for_input(path: &Path, chunking: Chunking) -> Chunking {
-    if input::is_gzip(path) {
-        Chunking {
-            window: chunking.window.min(GZIP_WINDOW),
-            ..chunking
-        }
-    } else {
-        chunking
+    if !input::is_gzip(path) {
+        return chunking;
+    }
+    let sized = input::gzip_inflated_size(path).map_or(GZIP_WINDOW, |n| {
+        usize::try_from(n / GZIP_WINDOW_SHARE)
+            .unwrap_or(usize::MAX)
+            .clamp(GZIP_WINDOW_MIN, GZIP_WINDOW)
+    });
+    let window = chunking.window.min(sized);
+    Chunking {
+        window,
+        piece: chunking
+            .piece
+            .min((window / (2 * chunking.workers.max(1))).max(GZIP_PIECE_MIN)),
+        ..chunking
     }
 }
 

@@ -27,6 +27,7 @@ use crate::communication::Collectives;
 use crate::diagnostics::Diagnostics;
 use crate::intern::Interner;
 use crate::launched::LaunchedSet;
+use crate::ops::{self, Op, Ops};
 use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use llmprof_bundle::names;
 
@@ -73,65 +74,6 @@ struct RowAcc {
     graph_calls: u64,
     /// `names::category` says communication: computed once per name, not per op.
     communication: bool,
-}
-
-/// A GPU op as the converter keeps it: 56 bytes (a 1 GB trace holds millions). Optional
-/// fields are flagged in `flags` rather than wrapped in `Option`s.
-#[derive(Debug)]
-struct OpAcc {
-    start: i64,
-    end: i64,
-    correlation: i64,
-    bytes: u64,
-    row: u32,
-    /// Index into [`TraceConverter::queues`]: the op's process and stream.
-    queue: u32,
-    /// Index into [`TraceConverter::launch_configs`]: a kernel's grid, block and registers
-    /// (32 bytes) stored once per distinct configuration, not once per op.
-    launch: u32,
-    /// The graph the source placed the op in, and its node there (per op; a graph launch's
-    /// ops are found through the launch too).
-    graph: u32,
-    node: u32,
-    kind: OpKind,
-    flags: u8,
-}
-
-const HAS_CORRELATION: u8 = 1;
-const HAS_LAUNCH: u8 = 1 << 1;
-const IN_GRAPH: u8 = 1 << 2;
-const HAS_GRAPH_ID: u8 = 1 << 3;
-const HAS_NODE: u8 = 1 << 4;
-
-impl OpAcc {
-    fn correlation(&self) -> Option<i64> {
-        (self.flags & HAS_CORRELATION != 0).then_some(self.correlation)
-    }
-
-    fn launch(&self) -> Option<u32> {
-        (self.flags & HAS_LAUNCH != 0).then_some(self.launch)
-    }
-
-    fn graph(&self) -> Option<GraphRef> {
-        (self.flags & IN_GRAPH != 0).then_some(GraphRef {
-            graph: (self.flags & HAS_GRAPH_ID != 0).then_some(self.graph),
-            node: (self.flags & HAS_NODE != 0).then_some(self.node),
-        })
-    }
-
-    fn set_graph(&mut self, g: Option<GraphRef>) {
-        self.flags &= !(IN_GRAPH | HAS_GRAPH_ID | HAS_NODE);
-        let Some(g) = g else { return };
-        self.flags |= IN_GRAPH;
-        if let Some(id) = g.graph {
-            self.flags |= HAS_GRAPH_ID;
-            self.graph = id;
-        }
-        if let Some(node) = g.node {
-            self.flags |= HAS_NODE;
-            self.node = node;
-        }
-    }
 }
 
 /// A launch call as the converter keeps it: 32 bytes where a [`LaunchRecord`] and its API
@@ -182,7 +124,7 @@ pub struct TraceConverter {
     rows: Vec<RowAcc>,
     /// Row id by name, one map per [`OpKind`].
     row_ids: [HashMap<String, u32>; 4],
-    ops: Vec<OpAcc>,
+    ops: Ops,
     /// The distinct `(process, stream)` pairs of the ops, by first sight.
     queues: Vec<(u64, u64)>,
     queue_ids: HashMap<(u64, u64), u32>,
@@ -307,25 +249,17 @@ impl TraceConverter {
         }
         let launch = launch.map(|l| self.launch_config(l));
         let queue = self.queue(op.process, op.stream);
-        let mut acc = OpAcc {
+        self.ops.push(Op {
             start: op.start,
             end: op.end,
-            correlation: op.correlation.unwrap_or(0),
-            bytes,
+            correlation: op.correlation,
             row,
             queue,
-            launch: launch.unwrap_or(0),
-            graph: 0,
-            node: 0,
+            launch,
+            bytes,
             kind,
-            flags: if op.correlation.is_some() {
-                HAS_CORRELATION
-            } else {
-                0
-            } | if launch.is_some() { HAS_LAUNCH } else { 0 },
-        };
-        acc.set_graph(graph);
-        self.ops.push(acc);
+            graph,
+        });
     }
 
     /// From now on, keeps only the launch calls that ran one of the GPU ops handled so far. A
@@ -335,7 +269,7 @@ impl TraceConverter {
     /// after it would find its launch call only if another op already had the same id.
     pub fn keep_only_launches_of_ops(&mut self) {
         let set = LaunchedSet::of(|| {
-            (self.ops.iter()).filter_map(|op| Some((self.process(op), op.correlation()?)))
+            (0..self.ops.len()).filter_map(|i| Some((self.process(i), self.ops.correlation(i)?)))
         });
         self.launched = Some(set);
     }
@@ -363,8 +297,9 @@ impl TraceConverter {
         })
     }
 
-    fn process(&self, op: &OpAcc) -> u64 {
-        self.queues[op.queue as usize].0
+    /// The process of op `i`.
+    fn process(&self, i: usize) -> u64 {
+        self.queues[self.ops.queue[i] as usize].0
     }
 
     /// The aggregation row of a GPU op name, created on first sight.
@@ -452,7 +387,7 @@ impl TraceConverter {
             self.instance_kernels(&nesting, &members, &attribution, &kernels, &row_to_id);
         let totals = self.build_totals(&attribution, &order, streams.len());
         before_timeline();
-        let timeline = self.build_timeline(&nesting, &attribution, &row_to_id, &order, streams);
+        let timeline = self.build_timeline(&nesting, attribution, &row_to_id, &order, streams);
         TraceParts {
             stages,
             kernels,
@@ -491,19 +426,22 @@ impl TraceConverter {
     /// it launched a graph.
     fn mark_graph_ops(&mut self, attribution: &Attribution) -> Vec<bool> {
         let mut graph_launch: Vec<bool> = self.launches.iter().map(|l| l.graph()).collect();
-        for (i, op) in self.ops.iter_mut().enumerate() {
+        for i in 0..self.ops.len() {
             // The op's launch, as the attribution joined it, is a graph launch.
             let by_call = attribution
                 .launch(i)
                 .is_some_and(|l| self.launches[l].graph());
-            if op.graph().is_none() && by_call {
-                op.set_graph(Some(GraphRef {
-                    graph: None,
-                    node: None,
-                }));
+            if self.ops.graph(i).is_none() && by_call {
+                self.ops.set_graph(
+                    i,
+                    Some(GraphRef {
+                        graph: None,
+                        node: None,
+                    }),
+                );
             }
-            if op.graph().is_some() {
-                self.rows[op.row as usize].graph_calls += 1;
+            if self.ops.graph(i).is_some() {
+                self.rows[self.ops.row[i] as usize].graph_calls += 1;
                 if let Some(l) = attribution.launch(i) {
                     graph_launch[l] = true;
                 }
@@ -529,32 +467,34 @@ impl TraceConverter {
         let mut seen_stages: Vec<u32> = Vec::new();
         for &op_idx in order {
             let op_idx = op_idx as usize;
-            let op = &self.ops[op_idx];
+            let ops = &self.ops;
+            let (start, end, kind) = (ops.start[op_idx], ops.end[op_idx], ops.kind[op_idx]);
+            let in_graph = ops.graph(op_idx).is_some();
             let containing = attribution.ranges_of(op_idx);
-            let dur = span(op.start, op.end);
+            let dur = span(start, end);
             seen_stages.clear();
             for &r in containing {
                 let a = &mut inst[r as usize];
-                if op.kind == OpKind::Kernel {
+                if kind == OpKind::Kernel {
                     a.kernel_ns += dur;
                     a.kernels += 1;
-                    a.graph_kernels += u64::from(op.graph().is_some());
+                    a.graph_kernels += u64::from(in_graph);
                 }
                 // Nsight Systems projects kernels, memcpys and memsets, not graph spans.
-                if op.kind != OpKind::Graph {
-                    a.gpu_start = Some(a.gpu_start.map_or(op.start, |s: i64| s.min(op.start)));
-                    a.gpu_end = Some(a.gpu_end.map_or(op.end, |e: i64| e.max(op.end)));
+                if kind != OpKind::Graph {
+                    a.gpu_start = Some(a.gpu_start.map_or(start, |s: i64| s.min(start)));
+                    a.gpu_end = Some(a.gpu_end.map_or(end, |e: i64| e.max(end)));
                 }
-                a.last_end = Some(a.last_end.map_or(op.end, |e: i64| e.max(op.end)));
+                a.last_end = Some(a.last_end.map_or(end, |e: i64| e.max(end)));
                 let (all, graph) = &mut busy[r as usize];
-                all.add(op.start, op.end);
-                if op.graph().is_some() {
-                    graph.add(op.start, op.end);
+                all.add(start, end);
+                if in_graph {
+                    graph.add(start, end);
                 }
                 let stage = self.ranges[r as usize].stage;
                 if !seen_stages.contains(&stage) {
                     seen_stages.push(stage);
-                    let e = row_stage.entry((op.row, stage)).or_default();
+                    let e = row_stage.entry((ops.row[op_idx], stage)).or_default();
                     e.0 += 1;
                     e.1 += dur;
                 }
@@ -594,7 +534,7 @@ impl TraceConverter {
                     a.graph_launches += u64::from(graph_launch[l]);
                 }
             }
-            if self.ops[op_idx].kind != OpKind::Graph
+            if self.ops.kind[op_idx] != OpKind::Graph
                 && !std::mem::replace(&mut counted_op[l], true)
             {
                 for &r in ranges {
@@ -707,12 +647,12 @@ impl TraceConverter {
     /// ops hold them already).
     fn row_durations(&self) -> Vec<Vec<u64>> {
         let mut counts = vec![0usize; self.rows.len()];
-        for op in &self.ops {
-            counts[op.row as usize] += 1;
+        for &row in &self.ops.row {
+            counts[row as usize] += 1;
         }
         let mut out: Vec<Vec<u64>> = counts.into_iter().map(Vec::with_capacity).collect();
-        for op in &self.ops {
-            out[op.row as usize].push(span(op.start, op.end));
+        for (i, &row) in self.ops.row.iter().enumerate() {
+            out[row as usize].push(self.ops.dur(i));
         }
         out
     }
@@ -807,15 +747,15 @@ impl TraceConverter {
             .map(|id| self.is_measured(id, &by_stage[id], nesting))
             .collect();
         let mut acc: Vec<Option<SampleAcc>> = vec![None; self.ranges.len()];
-        for (op_idx, op) in self.ops.iter().enumerate() {
-            if op.kind != OpKind::Kernel {
+        for op_idx in 0..self.ops.len() {
+            if self.ops.kind[op_idx] != OpKind::Kernel {
                 continue;
             }
-            let id = row_to_id[op.row as usize] as usize;
+            let id = row_to_id[self.ops.row[op_idx] as usize] as usize;
             let Some(k) = kernels.get(id) else { continue };
             let cat = Category::ALL.iter().position(|&c| c == k.category);
             let top = (id < TOP_KERNELS).then_some(id);
-            let dur = span(op.start, op.end);
+            let dur = self.ops.dur(op_idx);
             for &r in attribution.ranges_of(op_idx) {
                 if !measured[self.ranges[r as usize].stage as usize] {
                     continue;
@@ -838,13 +778,14 @@ impl TraceConverter {
     fn build_totals(&self, attribution: &Attribution, order: &[u32], streams: usize) -> Totals {
         let mut t = Totals::default();
         let mut graph_calls: Vec<(u64, i64)> = Vec::new();
-        for op in &self.ops {
-            let dur = span(op.start, op.end);
-            match op.kind {
+        let ops = &self.ops;
+        for i in 0..ops.len() {
+            let dur = ops.dur(i);
+            match ops.kind[i] {
                 OpKind::Kernel => {
                     t.kernels += 1;
                     t.kernel_ns += dur;
-                    t.graph_kernels += u64::from(op.graph().is_some());
+                    t.graph_kernels += u64::from(ops.graph(i).is_some());
                 }
                 OpKind::Memcpy => {
                     t.memcpys += 1;
@@ -859,8 +800,12 @@ impl TraceConverter {
                     t.graph_ns += dur;
                 }
             }
-            if let (Some(_), Some(c)) = (op.graph(), op.correlation()) {
-                graph_calls.push((self.process(op), c));
+            if let (Some(_), Some(c)) = (ops.graph(i), ops.correlation(i)) {
+                // A graph launch's ops mostly come together: one entry for the run of them.
+                let call = (self.process(i), c);
+                if graph_calls.last() != Some(&call) {
+                    graph_calls.push(call);
+                }
             }
         }
         graph_calls.sort_unstable();
@@ -868,22 +813,22 @@ impl TraceConverter {
         t.graph_launches = graph_calls.len() as u64;
         t.graph_trace = if t.graphs > 0 {
             Some(GraphTrace::Graph)
-        } else if self.ops.iter().any(|o| o.graph().is_some()) {
+        } else if (0..ops.len()).any(|i| ops.graph(i).is_some()) {
             Some(GraphTrace::Node)
         } else {
             None
         };
-        let first = self.ops.iter().map(|o| o.start).min();
-        let last = self.ops.iter().map(|o| o.end).max();
-        if let (Some(f), Some(l)) = (first, last) {
+        let first = ops.start.iter().min();
+        let last = ops.end.iter().max();
+        if let (Some(&f), Some(&l)) = (first, last) {
             t.gpu_span_ns = span(f, l);
         }
         let mut busy = Union::default();
         for &i in order {
-            busy.add(self.ops[i as usize].start, self.ops[i as usize].end);
+            busy.add(ops.start[i as usize], ops.end[i as usize]);
         }
         t.gpu_busy_ns = busy.len();
-        t.unattributed_gpu_ops = (0..self.ops.len())
+        t.unattributed_gpu_ops = (0..ops.len())
             .filter(|&i| attribution.ranges_of(i).is_empty())
             .count() as u64;
         t.streams = streams as u32;
@@ -894,8 +839,8 @@ impl TraceConverter {
     fn start_order(&self) -> Vec<u32> {
         let mut order: Vec<u32> = (0..self.ops.len() as u32).collect();
         order.sort_unstable_by_key(|&i| {
-            let op = &self.ops[i as usize];
-            (op.start, op.end, i)
+            let i = i as usize;
+            (self.ops.start[i], self.ops.end[i], i)
         });
         order
     }
@@ -910,11 +855,11 @@ impl TraceConverter {
 
     /// The first start and the last end of every op and range (0, 0 when there is none).
     fn time_bounds(&self) -> (i64, i64) {
-        let starts = self.ops.iter().map(|o| o.start);
+        let starts = self.ops.start.iter().copied();
         let t0 = (starts.chain(self.ranges.iter().map(|r| r.start)))
             .min()
             .unwrap_or(0);
-        let ends = self.ops.iter().map(|o| o.end);
+        let ends = self.ops.end.iter().copied();
         let end = (ends.chain(self.ranges.iter().map(|r| r.end)))
             .max()
             .unwrap_or(t0);
@@ -935,87 +880,82 @@ impl TraceConverter {
         ranges
     }
 
-    /// The timeline; the launch records are dropped once their calls are in it (the last
-    /// use of them), before the op columns grow.
+    /// The timeline. Its columns are gathered from the ops' one at a time, in start order,
+    /// and what no later column needs is dropped at once: the launch records once their calls
+    /// are built, the attribution once the calls and stages of the ops are, each of the ops'
+    /// columns once turned into the timeline's. The peak is thus the ops plus a few columns,
+    /// not the ops and the whole timeline.
     fn build_timeline(
         &mut self,
         nesting: &Nesting,
-        attribution: &Attribution,
+        attribution: Attribution,
         row_to_id: &[u32],
         order: &[u32],
         streams: Vec<u64>,
     ) -> Timeline {
         let (t0, end) = self.time_bounds();
-        let (mut calls, call_pos) = self.timeline_calls(attribution, t0);
+        let (mut calls, call_pos) = self.timeline_calls(&attribution, t0);
         self.launches = Vec::new();
-        let stream_idx = |s: u64| streams.binary_search(&s).unwrap_or(0) as u32;
-        let graph_ids = self
-            .ops
-            .iter()
-            .any(|o| o.graph().is_some_and(|g| g.graph.is_some()));
-        let n_kernels = (self.ops.iter())
-            .filter(|o| matches!(o.kind, OpKind::Kernel | OpKind::Graph))
-            .count();
-        let mut kernels = kernel_columns(n_kernels, graph_ids);
-        let mut mem_ops = mem_op_columns(self.ops.len() - n_kernels);
-        let mut launches: Vec<Launch> = Vec::new();
-        let mut launch_ids: HashMap<Launch, u32> = HashMap::default();
+        let mut ops = std::mem::take(&mut self.ops);
+        ops.correlation = Vec::new();
+        let n_kernels = (0..ops.len()).filter(|&i| ops.in_kernel_columns(i)).count();
+        if !calls.is_empty() {
+            (calls.kernel_call, calls.mem_op_call) = ops::split(&ops, order, n_kernels, |i| {
+                attribution.launch(i).map(|l| call_pos[l])
+            });
+        }
+        drop(call_pos);
+        let mut kernels = TimelineKernels::default();
+        let mut mem_ops = TimelineMemOps::default();
         // Range index -> its position in the timeline's ranges (written in nesting order).
         let mut range_pos = vec![0u32; self.ranges.len()];
         for (pos, &r) in nesting.order.iter().enumerate() {
             range_pos[r] = pos as u32;
         }
-        for &i in order {
-            let i = i as usize;
-            let op = &self.ops[i];
-            let innermost = attribution.innermost(i);
-            let stage = innermost.map(|r| self.ranges[r as usize].stage);
-            let rel = span(t0, op.start);
-            let dur = span(op.start, op.end);
-            let id = row_to_id[op.row as usize];
-            if matches!(op.kind, OpKind::Kernel | OpKind::Graph) {
-                if graph_ids {
-                    kernels.graph.push(op.graph().and_then(|g| g.graph));
-                    kernels.graph_node.push(op.graph().and_then(|g| g.node));
-                }
-                kernels.start.push(rel);
-                kernels.dur.push(dur);
-                kernels
-                    .stream
-                    .push(stream_idx(self.queues[op.queue as usize].1));
-                kernels.kernel.push(id);
-                kernels.stage.push(stage);
-                kernels.range.push(innermost.map(|r| range_pos[r as usize]));
-                kernels.launch.push(op.launch().map(|c| {
-                    let l = self.launch_configs[c as usize];
-                    *launch_ids.entry(l).or_insert_with(|| {
-                        launches.push(l);
-                        launches.len() as u32 - 1
-                    })
-                }));
-            } else {
-                mem_ops.start.push(rel);
-                mem_ops.dur.push(dur);
-                mem_ops
-                    .stream
-                    .push(stream_idx(self.queues[op.queue as usize].1));
-                mem_ops.kernel.push(id);
-                mem_ops.bytes.push(op.bytes);
-                mem_ops.stage.push(stage);
-            }
+        (kernels.stage, mem_ops.stage) = ops::split(&ops, order, n_kernels, |i| {
+            (attribution.innermost(i)).map(|r| self.ranges[r as usize].stage)
+        });
+        kernels.range = ops::kernels_only(&ops, order, n_kernels, |i| {
+            attribution.innermost(i).map(|r| range_pos[r as usize])
+        });
+        drop((attribution, range_pos));
+        (kernels.dur, mem_ops.dur) = ops::split(&ops, order, n_kernels, |i| ops.dur(i));
+        ops.end = Vec::new();
+        (kernels.start, mem_ops.start) =
+            ops::split(&ops, order, n_kernels, |i| span(t0, ops.start[i]));
+        ops.start = Vec::new();
+        let stream_idx = |s: u64| streams.binary_search(&s).unwrap_or(0) as u32;
+        (kernels.stream, mem_ops.stream) = ops::split(&ops, order, n_kernels, |i| {
+            stream_idx(self.queues[ops.queue[i] as usize].1)
+        });
+        ops.queue = Vec::new();
+        (kernels.kernel, mem_ops.kernel) =
+            ops::split(&ops, order, n_kernels, |i| row_to_id[ops.row[i] as usize]);
+        ops.row = Vec::new();
+        let mut launches: Vec<Launch> = Vec::new();
+        let mut launch_ids: HashMap<Launch, u32> = HashMap::default();
+        kernels.launch = ops::kernels_only(&ops, order, n_kernels, |i| {
+            ops.launch(i).map(|c| {
+                let l = self.launch_configs[c as usize];
+                *launch_ids.entry(l).or_insert_with(|| {
+                    launches.push(l);
+                    launches.len() as u32 - 1
+                })
+            })
+        });
+        mem_ops.bytes = (order.iter().map(|&i| i as usize))
+            .filter(|&i| !ops.in_kernel_columns(i))
+            .map(|i| ops.bytes(i))
+            .collect();
+        if (0..ops.len()).any(|i| ops.graph(i).is_some_and(|g| g.graph.is_some())) {
+            kernels.graph = ops::kernels_only(&ops, order, n_kernels, |i| {
+                ops.graph(i).and_then(|g| g.graph)
+            });
+            kernels.graph_node = ops::kernels_only(&ops, order, n_kernels, |i| {
+                ops.graph(i).and_then(|g| g.node)
+            });
         }
-        if !calls.is_empty() {
-            calls.kernel_call.reserve_exact(n_kernels);
-            calls.mem_op_call.reserve_exact(self.ops.len() - n_kernels);
-            for &i in order {
-                let i = i as usize;
-                let column = match self.ops[i].kind {
-                    OpKind::Kernel | OpKind::Graph => &mut calls.kernel_call,
-                    _ => &mut calls.mem_op_call,
-                };
-                column.push(attribution.launch(i).map(|l| call_pos[l]));
-            }
-        }
+        drop(ops);
         let ranges = self.timeline_ranges(nesting, t0);
         Timeline {
             schema_version: SCHEMA_VERSION,
@@ -1035,8 +975,11 @@ impl TraceConverter {
     /// The launch calls of the traced ops, sorted by start, and per launch record its
     /// position among them ([`NO_LAUNCH`] for those that ran no traced op).
     fn timeline_calls(&self, attribution: &Attribution, t0: i64) -> (TimelineCalls, Vec<u32>) {
+        // A graph launch's ops come together: one entry for the run of them.
+        let mut last = None;
         let mut used: Vec<u32> = (0..self.ops.len())
             .filter_map(|i| attribution.launch(i).map(|l| l as u32))
+            .filter(|&l| last.replace(l) != Some(l))
             .collect();
         used.sort_unstable_by_key(|&l| (self.launches[l as usize].start, l));
         used.dedup();
@@ -1214,12 +1157,12 @@ impl Attribution {
         by_key.sort_unstable_by_key(|&l| key(l));
         let mut launch_missing = 0;
         let mut launch_missing_example = String::new();
-        let launch_of_op = (conv.ops.iter())
-            .map(|op| {
-                let Some(corr) = op.correlation() else {
+        let launch_of_op = (0..conv.ops.len())
+            .map(|i| {
+                let Some(corr) = conv.ops.correlation(i) else {
                     return NO_LAUNCH;
                 };
-                let p = conv.process(op);
+                let p = conv.process(i);
                 let end = by_key.partition_point(|&l| key(l) <= (p, corr, NO_LAUNCH));
                 match end.checked_sub(1).map(|i| by_key[i]) {
                     Some(l) if key(l).0 == p && key(l).1 == corr => l,
@@ -1227,7 +1170,7 @@ impl Attribution {
                         launch_missing += 1;
                         if launch_missing_example.is_empty() {
                             launch_missing_example =
-                                format!("correlation id {corr} (op start {})", op.start);
+                                format!("correlation id {corr} (op start {})", conv.ops.start[i]);
                         }
                         NO_LAUNCH
                     }
@@ -1357,35 +1300,6 @@ fn pct(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 * 100.0 / whole as f64
-    }
-}
-
-/// Timeline kernel columns with room for exactly `n` kernels (the graph columns only when
-/// used): a timeline of millions of ops is not left in doubled vectors.
-fn kernel_columns(n: usize, graph: bool) -> TimelineKernels {
-    let g = if graph { n } else { 0 };
-    TimelineKernels {
-        start: Vec::with_capacity(n),
-        dur: Vec::with_capacity(n),
-        stream: Vec::with_capacity(n),
-        kernel: Vec::with_capacity(n),
-        stage: Vec::with_capacity(n),
-        launch: Vec::with_capacity(n),
-        range: Vec::with_capacity(n),
-        graph: Vec::with_capacity(g),
-        graph_node: Vec::with_capacity(g),
-    }
-}
-
-/// Timeline memcpy/memset columns with room for exactly `n` ops.
-fn mem_op_columns(n: usize) -> TimelineMemOps {
-    TimelineMemOps {
-        start: Vec::with_capacity(n),
-        dur: Vec::with_capacity(n),
-        stream: Vec::with_capacity(n),
-        kernel: Vec::with_capacity(n),
-        bytes: Vec::with_capacity(n),
-        stage: Vec::with_capacity(n),
     }
 }
 

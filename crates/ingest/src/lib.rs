@@ -19,6 +19,7 @@ mod launched;
 pub mod merge;
 pub mod ncu;
 pub mod nsys;
+mod ops;
 pub mod paths;
 pub mod records;
 pub mod workers;

@@ -282,10 +282,6 @@ impl Pairs {
     fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
         self.pieces.iter().flat_map(PairLog::iter)
     }
-
-    fn len(&self) -> usize {
-        self.pieces.iter().map(|l| l.len).sum()
-    }
 }
 
 /// The device time of the trace's GPU ops, keyed by what names their launching call: the
@@ -358,38 +354,74 @@ struct DeviceTable {
 
 const NO_OWNER: u32 = u32::MAX;
 
+/// Consecutive GPU ops of one External id: their device time and count.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    ext: i64,
+    dur: u64,
+    ops: u32,
+}
+
+impl Run {
+    fn add(&mut self, dur: u64, ops: u32) {
+        self.dur += dur;
+        self.ops = self.ops.saturating_add(ops);
+    }
+}
+
+/// How many runs of one key `pairs` holds.
+fn count_runs(pairs: impl Iterator<Item = (i64, i64)>) -> usize {
+    let mut last = None;
+    pairs.filter(|&(k, _)| last.replace(k) != Some(k)).count()
+}
+
 impl DeviceTable {
     fn new(
         times: DeviceTimes,
         runtime_ext: Pairs,
         calls: impl Iterator<Item = (u32, CpuOp)>,
     ) -> Self {
-        let mut sums: Vec<(i64, u64)> = Vec::with_capacity(times.by_ext.len());
-        sums.extend(times.by_ext.iter().map(|(e, d)| (e, d as u64)));
-        if !times.by_correlation.is_empty() {
-            let ext_of = last_per_key(runtime_ext.iter().collect());
-            sums.extend(times.by_correlation.iter().filter_map(|(c, d)| {
+        let ext_of = if times.by_correlation.is_empty() {
+            Vec::new()
+        } else {
+            last_per_key(runtime_ext.iter().collect())
+        };
+        let pairs = || {
+            let by_correlation = times.by_correlation.iter().filter_map(|(c, d)| {
                 let k = ext_of.binary_search_by_key(&c, |p| p.0).ok()?;
-                Some((ext_of[k].1, d as u64))
-            }));
+                Some((ext_of[k].1, d))
+            });
+            times.by_ext.iter().chain(by_correlation)
+        };
+        // Runs of one id (a CUDA graph's kernels share their launch's) are summed as they
+        // come, so a graph replay's thousands of kernels take one entry, not one each.
+        let mut runs: Vec<Run> = Vec::with_capacity(count_runs(pairs()));
+        for (ext, dur) in pairs() {
+            match runs.last_mut() {
+                Some(r) if r.ext == ext => r.add(dur as u64, 1),
+                _ => runs.push(Run {
+                    ext,
+                    dur: dur as u64,
+                    ops: 1,
+                }),
+            }
         }
-        sums.sort_unstable_by_key(|p| p.0);
+        runs.sort_unstable_by_key(|r| r.ext);
         // One entry per id, summed in place.
-        let mut ops: Vec<u32> = Vec::new();
         let mut kept = 0;
-        for i in 0..sums.len() {
-            let (ext, dur) = sums[i];
-            if kept > 0 && sums[kept - 1].0 == ext {
-                sums[kept - 1].1 += dur;
-                ops[kept - 1] = ops[kept - 1].saturating_add(1);
+        for i in 0..runs.len() {
+            let run = runs[i];
+            if kept > 0 && runs[kept - 1].ext == run.ext {
+                runs[kept - 1].add(run.dur, run.ops);
             } else {
-                sums[kept] = (ext, dur);
-                ops.push(1);
+                runs[kept] = run;
                 kept += 1;
             }
         }
-        sums.truncate(kept);
-        sums.shrink_to_fit();
+        runs.truncate(kept);
+        let sums: Vec<(i64, u64)> = runs.iter().map(|r| (r.ext, r.dur)).collect();
+        let ops: Vec<u32> = runs.iter().map(|r| r.ops).collect();
+        drop(runs);
         let mut table = DeviceTable {
             owner: vec![NO_OWNER; kept],
             sums,

@@ -881,10 +881,10 @@ impl TraceConverter {
     }
 
     /// The timeline. Its columns are gathered from the ops' one at a time, in start order,
-    /// and what no later column needs is dropped at once: the launch records once their calls
-    /// are built, the attribution once the calls and stages of the ops are, each of the ops'
-    /// columns once turned into the timeline's. The peak is thus the ops plus a few columns,
-    /// not the ops and the whole timeline.
+    /// and what no later column needs is dropped at once: the ops' correlation ids first, the
+    /// launch records once their calls are built, the attribution once the calls and stages of
+    /// the ops are, each of the ops' columns once turned into the timeline's. The peak is thus
+    /// the ops plus a few columns, not the ops and the whole timeline.
     fn build_timeline(
         &mut self,
         nesting: &Nesting,
@@ -894,10 +894,10 @@ impl TraceConverter {
         streams: Vec<u64>,
     ) -> Timeline {
         let (t0, end) = self.time_bounds();
+        self.ops.correlation = Vec::new();
         let (mut calls, call_pos) = self.timeline_calls(&attribution, t0);
         self.launches = Vec::new();
         let mut ops = std::mem::take(&mut self.ops);
-        ops.correlation = Vec::new();
         let n_kernels = (0..ops.len()).filter(|&i| ops.in_kernel_columns(i)).count();
         if !calls.is_empty() {
             (calls.kernel_call, calls.mem_op_call) = ops::split(&ops, order, n_kernels, |i| {

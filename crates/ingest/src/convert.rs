@@ -268,10 +268,25 @@ impl TraceConverter {
     /// output changes, since only a call that ran an op is ever looked up. An op handled
     /// after it would find its launch call only if another op already had the same id.
     pub fn keep_only_launches_of_ops(&mut self) {
-        let set = LaunchedSet::of(|| {
+        self.launched = Some(self.launched_set());
+    }
+
+    /// The `(process, correlation id)` pairs of the ops handled so far.
+    fn launched_set(&self) -> LaunchedSet {
+        LaunchedSet::of(|| {
             (0..self.ops.len()).filter_map(|i| Some((self.process(i), self.ops.correlation(i)?)))
-        });
-        self.launched = Some(set);
+        })
+    }
+
+    /// Drops the launch calls that ran none of the ops (for a source that read them before its
+    /// ops, such as a PyTorch profiler trace, where most runtime calls launch nothing:
+    /// synchronizations, event records). No output changes, since only a call that ran an op
+    /// is ever looked up; the joins of `finish` get smaller.
+    fn retain_launches_of_ops(&mut self) {
+        let set = self.launched_set();
+        let callers = &self.callers;
+        (self.launches).retain(|l| set.contains(callers[l.caller as usize].0, l.correlation));
+        self.launches.shrink_to_fit();
     }
 
     /// Makes room for `n` more GPU ops (a source that knows its count says so up front).
@@ -352,7 +367,9 @@ impl TraceConverter {
         diags: &mut Diagnostics,
         before_timeline: impl FnOnce(),
     ) -> TraceParts {
-        self.launched = None;
+        if self.launched.take().is_none() {
+            self.retain_launches_of_ops();
+        }
         self.report_skipped(diags);
         let nesting = Nesting::of(&self.ranges);
         let attribution = Attribution::of(&self);

@@ -185,13 +185,15 @@ impl Spans {
                 .flatten()
                 .and_then(|c| calls.start.get(c as usize).copied())
         };
-        let mut comm = Vec::new();
-        let mut compute = Vec::new();
-        let mut ops: Vec<(i64, i64, Option<i64>)> = Vec::new();
+        // The timeline's kernels come by start: their unions are merged as they come.
+        let mut comm = Union::default();
+        let mut compute = Union::default();
+        let mut ops: Vec<(i64, i64, Option<i64>)> =
+            Vec::with_capacity(k.start.len() + timeline.mem_ops.start.len());
         for i in 0..k.start.len() {
             let (s, e) = interval(k.start[i], k.dur[i]);
             let is_comm = comm_row.get(k.kernel[i] as usize).copied().unwrap_or(false);
-            if is_comm { &mut comm } else { &mut compute }.push((s, e));
+            if is_comm { &mut comm } else { &mut compute }.add(s, e);
             ops.push((s, e, call_start(calls.kernel_call.get(i))));
         }
         let m = &timeline.mem_ops;
@@ -201,9 +203,10 @@ impl Spans {
         }
         ops.sort_unstable_by_key(|o| (o.0, o.1));
         let (all, launched) = merge_with_opener(&ops);
+        drop(ops);
         Spans {
-            comm: merge(comm),
-            compute: merge(compute),
+            comm: comm.finish(),
+            compute: compute.finish(),
             all,
             launched,
         }
@@ -229,10 +232,10 @@ impl Spans {
             let comm = clip(&self.comm, ws, we);
             let compute = clip(&self.compute, ws, we);
             let all = clip(&self.all, ws, we);
-            let both = intersection_len(&comm, &compute);
+            let both = intersection_len(comm, compute);
             let (host, idle) = self.gaps(ws, we);
-            let comm_ns = total(&comm);
-            let compute_ns = total(&compute);
+            let comm_ns = total(comm);
+            let compute_ns = total(compute);
             w.window_ns += span(ws, we);
             w.comm_ns += comm_ns;
             w.compute_ns += compute_ns;
@@ -240,7 +243,7 @@ impl Spans {
             w.host_ns += host;
             // Busy with neither kind of kernel (memcpy, memset), or idle not for the host.
             let comm_or_compute = comm_ns + compute_ns - both;
-            w.other_ns += (idle - host) + total(&all).saturating_sub(comm_or_compute);
+            w.other_ns += (idle - host) + total(all).saturating_sub(comm_or_compute);
         }
         w.comm_wait_ns = w.exposed_comm_ns;
         w.overlap_pct = if w.comm_ns == 0 {
@@ -291,6 +294,41 @@ fn span(a: i64, b: i64) -> u64 {
     crate::convert::span(a, b)
 }
 
+/// The union of intervals, as disjoint sorted intervals. Intervals added in start order are
+/// merged as they come; one added out of order (a timeline not sorted by start, as an old or
+/// edited file may be) makes `finish` sort and merge everything again, so the result is the
+/// same either way.
+#[derive(Debug, Default)]
+struct Union {
+    merged: Vec<(i64, i64)>,
+    /// Set once an interval came out of order: `merged` then holds them all, unmerged.
+    unsorted: bool,
+}
+
+impl Union {
+    fn add(&mut self, s: i64, e: i64) {
+        if self.unsorted {
+            self.merged.push((s, e));
+            return;
+        }
+        match self.merged.last_mut() {
+            Some(last) if s < last.0 => {
+                self.unsorted = true;
+                self.merged.push((s, e));
+            }
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => self.merged.push((s, e)),
+        }
+    }
+
+    fn finish(self) -> Vec<(i64, i64)> {
+        if !self.unsorted {
+            return self.merged;
+        }
+        merge(self.merged)
+    }
+}
+
 /// Sorted, disjoint union of intervals.
 fn merge(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     v.sort_unstable();
@@ -307,8 +345,19 @@ fn merge(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 /// [`merge`] of ops sorted by start, keeping the launch time of the op that opens each
 /// merged interval.
 fn merge_with_opener(ops: &[(i64, i64, Option<i64>)]) -> (Vec<(i64, i64)>, Vec<Option<i64>>) {
-    let mut all: Vec<(i64, i64)> = Vec::new();
-    let mut launched = Vec::new();
+    // Counted first: millions of ops may merge into nearly as many intervals.
+    let mut end = i64::MIN;
+    let mut n = 0;
+    for (i, &(s, e, _)) in ops.iter().enumerate() {
+        if i == 0 || s > end {
+            n += 1;
+            end = e;
+        } else {
+            end = end.max(e);
+        }
+    }
+    let mut all: Vec<(i64, i64)> = Vec::with_capacity(n);
+    let mut launched = Vec::with_capacity(n);
     for &(s, e, l) in ops {
         match all.last_mut() {
             Some(last) if s <= last.1 => last.1 = last.1.max(e),
@@ -321,29 +370,54 @@ fn merge_with_opener(ops: &[(i64, i64, Option<i64>)]) -> (Vec<(i64, i64)>, Vec<O
     (all, launched)
 }
 
-/// The parts of merged intervals `v` inside `[ws, we)`.
-fn clip(v: &[(i64, i64)], ws: i64, we: i64) -> Vec<(i64, i64)> {
-    let first = v.partition_point(|&(_, e)| e <= ws);
-    v[first..]
-        .iter()
-        .take_while(|&&(s, _)| s < we)
-        .map(|&(s, e)| (s.max(ws), e.min(we)))
-        .collect()
+/// The parts of merged intervals inside a window, clipped as they are read (a window can
+/// hold most of a trace's millions of intervals: they are not copied).
+#[derive(Debug, Clone, Copy)]
+struct Clipped<'a> {
+    v: &'a [(i64, i64)],
+    ws: i64,
+    we: i64,
 }
 
-fn total(v: &[(i64, i64)]) -> u64 {
-    v.iter().map(|&(s, e)| span(s, e)).sum()
+impl Clipped<'_> {
+    fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    fn get(&self, i: usize) -> (i64, i64) {
+        let (s, e) = self.v[i];
+        (s.max(self.ws), e.min(self.we))
+    }
+}
+
+/// The parts of merged intervals `v` inside `[ws, we)`.
+fn clip(v: &[(i64, i64)], ws: i64, we: i64) -> Clipped<'_> {
+    let first = v.partition_point(|&(_, e)| e <= ws);
+    let len = v[first..].partition_point(|&(s, _)| s < we);
+    Clipped {
+        v: &v[first..first + len],
+        ws,
+        we,
+    }
+}
+
+fn total(v: Clipped<'_>) -> u64 {
+    (0..v.len())
+        .map(|i| v.get(i))
+        .map(|(s, e)| span(s, e))
+        .sum()
 }
 
 /// Length of the intersection of two sorted, disjoint interval lists.
-fn intersection_len(a: &[(i64, i64)], b: &[(i64, i64)]) -> u64 {
+fn intersection_len(a: Clipped<'_>, b: Clipped<'_>) -> u64 {
     let (mut i, mut j, mut sum) = (0, 0, 0u64);
     while i < a.len() && j < b.len() {
-        let (s, e) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
+        let (ai, bj) = (a.get(i), b.get(j));
+        let (s, e) = (ai.0.max(bj.0), ai.1.min(bj.1));
         if e > s {
             sum += span(s, e);
         }
-        if a[i].1 < b[j].1 {
+        if ai.1 < bj.1 {
             i += 1;
         } else {
             j += 1;
@@ -355,6 +429,37 @@ fn intersection_len(a: &[(i64, i64)], b: &[(i64, i64)]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_union_fed_in_any_order_is_the_sorted_merge() {
+        // Touching, nested, overlapping and disjoint intervals, zero-length ones too.
+        let sorted = [
+            (0, 5),
+            (2, 3),
+            (5, 9),
+            (7, 20),
+            (20, 20),
+            (30, 31),
+            (31, 40),
+            (50, 60),
+        ];
+        let want = merge(sorted.to_vec());
+        assert_eq!(want, [(0, 20), (30, 40), (50, 60)]);
+        let mut orders = vec![sorted.to_vec()];
+        let mut reversed = sorted.to_vec();
+        reversed.reverse();
+        orders.push(reversed);
+        let mut swapped = sorted.to_vec();
+        swapped.swap(2, 6);
+        orders.push(swapped);
+        for order in orders {
+            let mut u = Union::default();
+            for (s, e) in order.iter().copied() {
+                u.add(s, e);
+            }
+            assert_eq!(u.finish(), want, "{order:?}");
+        }
+    }
 
     /// Found by the `kineto` fuzz target (the whole and piecewise reads disagreed): two
     /// broadcasts tied on time, collective, group and dtype, apart only in group size, came

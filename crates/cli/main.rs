@@ -3,6 +3,7 @@
 //! The binary only parses flags into validated configs and calls the library crates; see
 //! ARCHITECTURE.md for the map.
 
+mod alloc;
 mod analyze_cmd;
 mod args;
 mod capture_cmd;
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    alloc::return_large_blocks_when_freed();
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Ingest(a) => a.into_config().and_then(ingest_cmd::run),

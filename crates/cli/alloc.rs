@@ -1,0 +1,21 @@
+//! The allocator's policy for a batch tool that builds large arrays and frees them.
+
+/// glibc serves a block of at least this many bytes from a mapping of its own, returned to the
+/// system as soon as the block is freed. By default that threshold rises to the size of the
+/// largest block freed (up to 32 MB); blocks of a few MB then come from the heap, where freed
+/// ones stay resident, so ingest's working columns (a few MB each for a million kernels) add
+/// up in the peak instead of going back between steps. Fixing it at 1 MB took the anonymous
+/// peak of 1 GB traces down by 5–9% with no change in time (README, Performance).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_THRESHOLD: libc::c_int = 1 << 20;
+
+/// Sets [`MMAP_THRESHOLD`] (glibc only; elsewhere the allocator is left as it is).
+pub fn return_large_blocks_when_freed() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` changes one malloc tunable and is thread-safe; it is called first
+    // thing in `main`.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
+}

@@ -1,13 +1,15 @@
 //! The allocator's policy for a batch tool that builds large arrays and frees them.
 
 /// glibc serves a block of at least this many bytes from a mapping of its own, returned to the
-/// system as soon as the block is freed. By default that threshold rises to the size of the
-/// largest block freed (up to 32 MB); blocks of a few MB then come from the heap, where freed
-/// ones stay resident, so ingest's working columns (a few MB each for a million kernels) add
-/// up in the peak instead of going back between steps. Fixing it at 1 MB took the anonymous
-/// peak of 1 GB traces down by 5–9% with no change in time (README, Performance).
+/// system as soon as the block is freed. This is glibc's initial threshold, but by default it
+/// rises to the size of the largest such block freed (up to 32 MB); blocks of a few MB then
+/// come from the heap, where freed ones stay resident, so ingest's working columns (a few MB
+/// each for a million kernels) add up in the peak instead of going back between steps.
+/// Keeping it fixed took the anonymous peak of 1 GB traces down by 6–12% with no change in
+/// time (README, Performance); fixing it higher (1 MB) kept the workers' per-piece buffers
+/// in the heap instead, and a 180 MB `.gz` trace's peak grew by a third.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD: libc::c_int = 1 << 20;
+const MMAP_THRESHOLD: libc::c_int = 128 << 10;
 
 /// Sets [`MMAP_THRESHOLD`] (glibc only; elsewhere the allocator is left as it is).
 pub fn return_large_blocks_when_freed() {

@@ -332,35 +332,32 @@ impl Union {
 /// Sorted, disjoint union of intervals.
 fn merge(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     v.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+    let mut u = Union::default();
     for (s, e) in v {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
+        u.add(s, e);
     }
-    out
+    u.merged
 }
 
 /// [`merge`] of ops sorted by start, keeping the launch time of the op that opens each
 /// merged interval.
 fn merge_with_opener(ops: &[(i64, i64, Option<i64>)]) -> (Vec<(i64, i64)>, Vec<Option<i64>>) {
-    // Counted first: millions of ops may merge into nearly as many intervals.
-    let mut end = i64::MIN;
-    let mut n = 0;
-    for (i, &(s, e, _)) in ops.iter().enumerate() {
-        if i == 0 || s > end {
-            n += 1;
-            end = e;
-        } else {
+    // Whether each op opens an interval: it starts after every op before it ended. Asked twice,
+    // to allocate the result once at its size (millions of ops may merge into nearly as many).
+    let opens = || {
+        let mut end = i64::MIN;
+        ops.iter().enumerate().map(move |(i, &(s, e, _))| {
+            let opens = i == 0 || s > end;
             end = end.max(e);
-        }
-    }
+            opens
+        })
+    };
+    let n = opens().filter(|&o| o).count();
     let mut all: Vec<(i64, i64)> = Vec::with_capacity(n);
     let mut launched = Vec::with_capacity(n);
-    for &(s, e, l) in ops {
+    for (&(s, e, l), opens) in ops.iter().zip(opens()) {
         match all.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            Some(last) if !opens => last.1 = last.1.max(e),
             _ => {
                 all.push((s, e));
                 launched.push(l);

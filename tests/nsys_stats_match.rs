@@ -242,7 +242,12 @@ fn graph_launches_and_kernels_at_both_levels() {
     .unwrap();
     let in_graph4 = t.kernels.graph.iter().filter(|g| **g == Some(4)).count();
     assert_eq!(in_graph4, 2000);
-    let mut nodes: Vec<u32> = t.kernels.graph_node.iter().flatten().copied().collect();
+    let mut nodes: Vec<u32> = t
+        .kernels
+        .graph_node
+        .iter()
+        .filter_map(|n| n.get())
+        .collect();
     nodes.sort_unstable();
     nodes.dedup();
     assert_eq!(nodes, (0..40).collect::<Vec<u32>>(), "40 nodes per graph");

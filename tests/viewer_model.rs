@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use llmprof_bundle::{Bundle, OpKind, Timeline};
+use llmprof_bundle::{Bundle, OpKind, OptU32, Timeline};
 use llmprof_ingest::{ingest, IngestRequest, WorkloadFlags};
 use llmprof_viewer::compare::{self, Norm, RunSummary};
 use llmprof_viewer::hit::{counter_at, hit};
@@ -151,7 +151,10 @@ fn kernels_know_their_stage_instance_and_launch() {
     let mut checked = 0;
     for i in (0..t.kernels.start.len()).step_by(997) {
         let i = i as u32;
-        match (t.kernels.stage[i as usize], run.stage_instance_of_kernel(i)) {
+        match (
+            t.kernels.stage[i as usize].get(),
+            run.stage_instance_of_kernel(i),
+        ) {
             (Some(stage), Some(r)) => {
                 assert_eq!(t.ranges.stage[r as usize], stage);
                 // The launch was inside the range, and a kernel runs after its launch.
@@ -428,7 +431,9 @@ fn a_replicated_decode_loads_and_keeps_its_attribution() {
     let t = &run.timeline;
     assert_eq!(t.kernels.range.len(), t.kernels.start.len());
     let last = t.kernels.start.len() - 1;
-    let r = t.kernels.range[last].expect("the last copy's kernel keeps its range") as usize;
+    let r = t.kernels.range[last]
+        .get()
+        .expect("the last copy's kernel keeps its range") as usize;
     let decode = &big.stages[t.ranges.stage[r] as usize].name;
     assert!(decode.contains("decode"), "{decode}");
     let (rs, re) = run.span_of(Target::Range(r as u32));
@@ -636,14 +641,17 @@ fn a_rank_twice_or_no_rank_is_refused() {
     let mut far = ranks.clone();
     let t1 = &mut far[1].run.timeline;
     t1.t0_epoch_ns = t1.t0_epoch_ns.map(|e| e + 3_600_000_000_000);
-    t1.kernels.stage[0] = Some(u32::MAX);
-    t1.kernels.launch[0] = Some(t1.launches.len() as u32);
+    t1.kernels.stage[0] = OptU32::some(u32::MAX - 1);
+    t1.kernels.launch[0] = OptU32::some(t1.launches.len() as u32);
     let m = merge(&far).unwrap();
     assert!(m.clock.contains("rank 1 starts"), "{}", m.clock);
     assert!(m.clock.contains("are they from one job?"), "{}", m.clock);
     let k = &m.run.timeline.kernels;
     let first1 = k.start.partition_point(|&s| s < m.shift[1]);
-    assert_eq!((k.stage[first1], k.launch[first1]), (None, None));
+    assert_eq!(
+        (k.stage[first1], k.launch[first1]),
+        (OptU32::NONE, OptU32::NONE)
+    );
     // One rank alone is that rank, shifted by nothing.
     let one = merge(&ranks[..1]).unwrap();
     assert_eq!(one.shift, vec![0]);

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Timeline, TimelineKernels};
+use crate::{OptU32, Timeline, TimelineKernels};
 
 const MAGIC: &[u8; 4] = b"LPKC";
 const VERSION: u8 = 1;
@@ -144,7 +144,7 @@ impl ChunkedTimeline {
 /// `streams`, starts in order: what [`ChunkedTimeline::split`] and a loaded chunk need.
 pub fn check_kernels(k: &TimelineKernels, streams: usize) -> Result<(), ChunkError> {
     let n = k.start.len();
-    let opt_ok = |c: &[Option<u32>]| c.is_empty() || c.len() == n;
+    let opt_ok = |c: &[OptU32]| c.is_empty() || c.len() == n;
     let lengths = k.dur.len() == n
         && k.stream.len() == n
         && k.kernel.len() == n
@@ -293,10 +293,10 @@ pub fn encode_chunk(k: &TimelineKernels, rows: std::ops::Range<usize>) -> Vec<u8
     out.extend_from_slice(&base.to_le_bytes());
     let plain = |col: &[u64]| Some(rows.clone().map(|i| col[i]).collect::<Vec<u64>>());
     let small = |col: &[u32]| Some(rows.clone().map(|i| col[i] as u64).collect::<Vec<u64>>());
-    let opt = |col: &[Option<u32>]| {
+    let opt = |col: &[OptU32]| {
         (col.len() == k.start.len()).then(|| {
             rows.clone()
-                .map(|i| col[i].map_or(0, |v| v as u64 + 1))
+                .map(|i| col[i].to_shifted())
                 .collect::<Vec<u64>>()
         })
     };
@@ -403,13 +403,13 @@ fn to_u32(v: Vec<u64>) -> Result<Vec<u32>, ChunkError> {
         .collect()
 }
 
-fn to_opt(v: Option<Vec<u64>>) -> Result<Vec<Option<u32>>, ChunkError> {
+fn to_opt(v: Option<Vec<u64>>) -> Result<Vec<OptU32>, ChunkError> {
     v.unwrap_or_default()
         .into_iter()
         .map(|x| match x {
-            0 => Ok(None),
+            0 => Ok(OptU32::NONE),
             x => u32::try_from(x - 1)
-                .map(Some)
+                .map(OptU32::some)
                 .map_err(|_| ChunkError(format!("{x} does not fit an optional u32 column"))),
         })
         .collect()
@@ -470,8 +470,8 @@ mod tests {
             dur: vec![10, 1, 400, 2, 1, 7],
             stream: vec![0, 1, 0, 0, 1, 0],
             kernel: vec![3, 2, 1, 0, 4, 70_000],
-            stage: vec![None, Some(0), Some(1), None, Some(u32::MAX), None],
-            launch: vec![Some(0); 6],
+            stage: OptU32::column(&[None, Some(0), Some(1), None, Some(u32::MAX - 1), None]),
+            launch: vec![OptU32::some(0); 6],
             range: vec![],
             graph: vec![],
             graph_node: vec![],
@@ -524,7 +524,7 @@ mod tests {
                 dur: vec![30, 2, 5],
                 stream: vec![0, 0, 0],
                 kernel: vec![4, 1, 2],
-                stage: vec![None; 3],
+                stage: vec![OptU32::NONE; 3],
                 ..Default::default()
             },
             ..Default::default()
@@ -567,7 +567,7 @@ mod tests {
                 dur: vec![1, 1],
                 stream: vec![0, 0],
                 kernel: vec![0, 0],
-                stage: vec![None, None],
+                stage: vec![OptU32::NONE; 2],
                 ..Default::default()
             },
             ..Default::default()
@@ -598,7 +598,7 @@ mod tests {
                 dur,
                 stream: vec![0; n as usize],
                 kernel: (0..n as u32).collect(),
-                stage: vec![None; n as usize],
+                stage: vec![OptU32::NONE; n as usize],
                 ..Default::default()
             },
             ..Default::default()

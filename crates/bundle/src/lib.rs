@@ -164,6 +164,7 @@ mod analysis;
 mod capture;
 pub mod chunks;
 pub mod names;
+mod opt;
 mod ranks;
 mod samples;
 mod stats;
@@ -183,6 +184,7 @@ pub use capture::{
     StageTimings, SubStageTiming, Window,
 };
 pub use chunks::{ChunkInfo, ChunkedTimeline, Overview, OverviewLane};
+pub use opt::OptU32;
 pub use ranks::{
     Collective, CommWindow, Communication, RankCapture, RankEntry, RankSet, StageSkew,
 };

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Launch;
+use crate::{Launch, OptU32};
 
 /// The run's GPU ops and stage ranges on one time axis.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,7 +56,7 @@ pub struct TimelineCalls {
     /// Index into `names`: the API function (`cudaLaunchKernel`, `cuLaunchKernel`,
     /// `cudaGraphLaunch`, …, as the source spells it), or `null` where the source does not
     /// name it.
-    pub name: Vec<Option<u32>>,
+    pub name: Vec<OptU32>,
     /// OS thread ids of the calling threads.
     pub threads: Vec<u64>,
     /// Distinct API function names.
@@ -65,9 +65,9 @@ pub struct TimelineCalls {
     pub driver: Vec<bool>,
     /// Per row of the timeline's `kernels` (same order): its launch call (position in these
     /// columns), or `null` where none was traced.
-    pub kernel_call: Vec<Option<u32>>,
+    pub kernel_call: Vec<OptU32>,
     /// The same for the timeline's `mem_ops`.
-    pub mem_op_call: Vec<Option<u32>>,
+    pub mem_op_call: Vec<OptU32>,
 }
 
 /// The file name of [`TimelineCalls`] in a run directory.
@@ -90,32 +90,32 @@ pub struct TimelineKernels {
     /// Index into `kernels[]` of the bundle.
     pub kernel: Vec<u32>,
     /// Innermost enclosing stage (`stages[]` index), or `null`.
-    pub stage: Vec<Option<u32>>,
+    pub stage: Vec<OptU32>,
     /// Launch geometry (index into [`Timeline::launches`]), or `null` where the source has
     /// none. Empty in timelines written before this column existed.
     #[serde(default)]
-    pub launch: Vec<Option<u32>>,
+    pub launch: Vec<OptU32>,
     /// The innermost range instance the kernel is attributed to (position in
     /// [`Timeline::ranges`]), or `null`. Attribution follows the launching CPU call, so the
     /// kernel itself may run after that range ended. Empty in older timelines.
     #[serde(default)]
-    pub range: Vec<Option<u32>>,
+    pub range: Vec<OptU32>,
     /// The CUDA graph that ran the op (the graph's id as Nsight Systems numbers it), or `null`.
     /// Empty when the trace holds no graph work. Graph spans of graph-level traces are rows
     /// too, their `kernel` a `kind: "graph"` row.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub graph: Vec<Option<u32>>,
+    pub graph: Vec<OptU32>,
     /// The op's node index within that graph (node-level Nsight Systems traces), or `null`.
     /// Empty when no op has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub graph_node: Vec<Option<u32>>,
+    pub graph_node: Vec<OptU32>,
 }
 
 impl TimelineKernels {
     /// The kernels at `rows` (positions in these columns), every column this has.
     pub fn rows(&self, rows: impl Iterator<Item = usize> + Clone) -> TimelineKernels {
         let n = self.start.len();
-        let opt = |col: &[Option<u32>]| -> Vec<Option<u32>> {
+        let opt = |col: &[OptU32]| -> Vec<OptU32> {
             if col.len() == n {
                 rows.clone().map(|i| col[i]).collect()
             } else {
@@ -145,7 +145,7 @@ pub struct TimelineMemOps {
     /// Index into `kernels[]` (the memcpy-kind or memset row).
     pub kernel: Vec<u32>,
     pub bytes: Vec<u64>,
-    pub stage: Vec<Option<u32>>,
+    pub stage: Vec<OptU32>,
 }
 
 /// Stage range instances (NVTX ranges or annotations), sorted by start.

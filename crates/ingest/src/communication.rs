@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use llmprof_bundle::{
-    names, Bundle, Category, Collective, CommWindow, Communication, OpKind, Timeline,
+    names, Bundle, Category, Collective, CommWindow, Communication, OpKind, OptU32, Timeline,
 };
 
 use crate::records::CommArgs;
@@ -180,9 +180,8 @@ impl Spans {
             .collect();
         let k = &timeline.kernels;
         let calls = &timeline.calls;
-        let call_start = |c: Option<&Option<u32>>| {
-            c.copied()
-                .flatten()
+        let call_start = |c: Option<&OptU32>| {
+            c.and_then(|c| c.get())
                 .and_then(|c| calls.start.get(c as usize).copied())
         };
         // The timeline's kernels come by start: their unions are merged as they come.

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use llmprof_bundle::{
     is_library_range, is_warmup, Category, CategorySamples, Distribution, GraphTrace,
-    InstanceKernels, Kernel, KernelSamples, KernelStage, Launch, OpKind, Severity, Stage,
+    InstanceKernels, Kernel, KernelSamples, KernelStage, Launch, OpKind, OptU32, Severity, Stage,
     StageInstance, StageKind, Timeline, TimelineCalls, TimelineKernels, TimelineMemOps,
     TimelineRanges, Totals, SCHEMA_VERSION, TOP_KERNELS,
 };
@@ -918,7 +918,7 @@ impl TraceConverter {
         let n_kernels = (0..ops.len()).filter(|&i| ops.in_kernel_columns(i)).count();
         if !calls.is_empty() {
             (calls.kernel_call, calls.mem_op_call) = ops::split(&ops, order, n_kernels, |i| {
-                attribution.launch(i).map(|l| call_pos[l])
+                OptU32::from(attribution.launch(i).map(|l| call_pos[l]))
             });
         }
         drop(call_pos);
@@ -930,10 +930,14 @@ impl TraceConverter {
             range_pos[r] = pos as u32;
         }
         (kernels.stage, mem_ops.stage) = ops::split(&ops, order, n_kernels, |i| {
-            (attribution.innermost(i)).map(|r| self.ranges[r as usize].stage)
+            OptU32::from(
+                attribution
+                    .innermost(i)
+                    .map(|r| self.ranges[r as usize].stage),
+            )
         });
         kernels.range = ops::kernels_only(&ops, order, n_kernels, |i| {
-            attribution.innermost(i).map(|r| range_pos[r as usize])
+            OptU32::from(attribution.innermost(i).map(|r| range_pos[r as usize]))
         });
         drop((attribution, range_pos));
         (kernels.dur, mem_ops.dur) = ops::split(&ops, order, n_kernels, |i| ops.dur(i));
@@ -952,13 +956,13 @@ impl TraceConverter {
         let mut launches: Vec<Launch> = Vec::new();
         let mut launch_ids: HashMap<Launch, u32> = HashMap::default();
         kernels.launch = ops::kernels_only(&ops, order, n_kernels, |i| {
-            ops.launch(i).map(|c| {
+            OptU32::from(ops.launch(i).map(|c| {
                 let l = self.launch_configs[c as usize];
                 *launch_ids.entry(l).or_insert_with(|| {
                     launches.push(l);
                     launches.len() as u32 - 1
                 })
-            })
+            }))
         });
         mem_ops.bytes = (order.iter().map(|&i| i as usize))
             .filter(|&i| !ops.in_kernel_columns(i))
@@ -966,10 +970,10 @@ impl TraceConverter {
             .collect();
         if (0..ops.len()).any(|i| ops.graph(i).is_some_and(|g| g.graph.is_some())) {
             kernels.graph = ops::kernels_only(&ops, order, n_kernels, |i| {
-                ops.graph(i).and_then(|g| g.graph)
+                OptU32::from(ops.graph(i).and_then(|g| g.graph))
             });
             kernels.graph_node = ops::kernels_only(&ops, order, n_kernels, |i| {
-                ops.graph(i).and_then(|g| g.node)
+                OptU32::from(ops.graph(i).and_then(|g| g.node))
             });
         }
         drop(ops);
@@ -1038,7 +1042,7 @@ impl TraceConverter {
                     calls.names.len() as u32 - 1
                 })
             });
-            calls.name.push(name);
+            calls.name.push(name.into());
         }
         (calls, pos)
     }

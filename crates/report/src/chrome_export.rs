@@ -250,7 +250,7 @@ fn gpu_spans(t: &Timeline) -> Vec<Option<GpuSpan>> {
     let mut spans: Vec<Option<GpuSpan>> = vec![None; n];
     let k = &t.kernels;
     for (i, range) in k.range.iter().enumerate() {
-        let Some(r) = range.map(|r| r as usize).filter(|&r| r < n) else {
+        let Some(r) = range.get().map(|r| r as usize).filter(|&r| r < n) else {
             continue;
         };
         let end = k.start[i].saturating_add(k.dur[i]);
@@ -365,14 +365,14 @@ fn write_kernels<W: Write>(
     let mut n = 0;
     for i in 0..k.start.len() {
         let mut more = String::new();
-        let launch = k.launch.get(i).copied().flatten();
+        let launch = k.launch.get(i).and_then(|v| v.get());
         if let Some(l) = launch.and_then(|l| t.launches.get(l as usize)) {
             more.push_str(&launch_args(l));
         }
-        if let Some(g) = k.graph.get(i).copied().flatten() {
+        if let Some(g) = k.graph.get(i).and_then(|v| v.get()) {
             more.push_str(&format!(", \"graph id\": {g}"));
         }
-        if let Some(node) = k.graph_node.get(i).copied().flatten() {
+        if let Some(node) = k.graph_node.get(i).and_then(|v| v.get()) {
             more.push_str(&format!(", \"graph node\": {node}"));
         }
         let op = OpEvent {
@@ -380,7 +380,7 @@ fn write_kernels<W: Write>(
             stream: k.stream[i],
             start: k.start[i],
             dur: k.dur[i],
-            call: t.calls.kernel_call.get(i).copied().flatten(),
+            call: t.calls.kernel_call.get(i).and_then(|v| v.get()),
             own_args: String::new(),
             more_args: more,
             cat: |kind| match kind {
@@ -398,7 +398,7 @@ fn write_kernels<W: Write>(
 fn write_calls<W: Write>(t: &Timeline, ev: &mut Events<'_, W>) -> io::Result<u64> {
     let c = &t.calls;
     for i in 0..c.start.len() {
-        let n = c.name[i].map(|n| n as usize);
+        let n = c.name[i].get().map(|n| n as usize);
         let name = n
             .and_then(|n| c.names.get(n))
             .map_or("CUDA launch call", |n| kineto_api_name(n));
@@ -501,7 +501,7 @@ fn write_mem_ops<W: Write>(
             stream: m.stream[i],
             start: m.start[i],
             dur: m.dur[i],
-            call: t.calls.mem_op_call.get(i).copied().flatten(),
+            call: t.calls.mem_op_call.get(i).and_then(|v| v.get()),
             own_args: format!("\"bytes\": {}, ", m.bytes[i]),
             more_args: String::new(),
             cat: |kind| match kind {
@@ -637,6 +637,7 @@ pub fn json_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llmprof_bundle::OptU32;
 
     #[test]
     fn api_names_lose_nsys_version_suffixes_only() {
@@ -667,7 +668,7 @@ mod tests {
         t.kernels.start = vec![200, 300];
         t.kernels.dur = vec![10, 5];
         t.kernels.stream = vec![0, 1];
-        t.kernels.range = vec![Some(1), Some(0)];
+        t.kernels.range = OptU32::column(&[Some(1), Some(0)]);
         assert_eq!(parents(&t), vec![None, Some(0), None]);
         let spans = gpu_spans(&t);
         let outer = spans[0].unwrap();

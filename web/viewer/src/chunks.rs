@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use llmprof_bundle::chunks::{check_kernels, decode_chunk};
-use llmprof_bundle::{ChunkInfo, ChunkedTimeline, TimelineKernels};
+use llmprof_bundle::{ChunkInfo, ChunkedTimeline, OptU32, TimelineKernels};
 
 use crate::model::LoadError;
 
@@ -355,7 +355,7 @@ impl OverviewLane {
 fn concat(parts: &[&TimelineKernels]) -> TimelineKernels {
     let mut k = TimelineKernels::default();
     // A part without rows (no long kernel in front) says nothing of the optional columns.
-    let all = |f: fn(&TimelineKernels) -> &Vec<Option<u32>>| {
+    let all = |f: fn(&TimelineKernels) -> &Vec<OptU32>| {
         parts
             .iter()
             .filter(|p| !p.start.is_empty())
@@ -382,7 +382,7 @@ fn concat(parts: &[&TimelineKernels]) -> TimelineKernels {
             k.graph_node.extend_from_slice(&p.graph_node);
         }
     }
-    let any = |v: &Vec<Option<u32>>| v.iter().any(|x| x.is_some());
+    let any = |v: &Vec<OptU32>| v.iter().any(|x| x.is_some());
     if !any(&k.graph) {
         k.graph.clear();
     }
@@ -416,7 +416,7 @@ mod tests {
                 dur,
                 stream: vec![0; n as usize],
                 kernel: vec![0; n as usize],
-                stage: vec![None; n as usize],
+                stage: vec![OptU32::NONE; n as usize],
                 ..Default::default()
             },
             ..Default::default()
@@ -522,7 +522,7 @@ mod tests {
         bad.long.dur = vec![1];
         bad.long.stream = vec![0];
         bad.long.kernel = vec![0];
-        bad.long.stage = vec![None];
+        bad.long.stage = vec![OptU32::NONE];
         assert!(Chunked::new(&bad).is_ok());
         bad.long.start = vec![300];
         assert!(

@@ -44,10 +44,10 @@ pub fn describe(run: &Run, t: Target) -> Vec<(String, String)> {
                     }
                     None => out.push(("In stage".into(), "outside every stage".into())),
                 }
-                if let Some(&Some(g)) = tl.kernels.graph.get(i as usize) {
-                    let node = match tl.kernels.graph_node.get(i as usize) {
-                        Some(&Some(n)) => format!(", node {n}"),
-                        _ => String::new(),
+                if let Some(g) = tl.kernels.graph.get(i as usize).and_then(|g| g.get()) {
+                    let node = match tl.kernels.graph_node.get(i as usize).and_then(|n| n.get()) {
+                        Some(n) => format!(", node {n}"),
+                        None => String::new(),
                     };
                     out.push(("CUDA graph".into(), format!("{g}{node}")));
                 }

@@ -298,10 +298,10 @@ impl Run {
     pub fn stage_instance_of_kernel(&self, i: u32) -> Option<u32> {
         let k = &self.timeline.kernels;
         if k.range.len() == k.start.len() {
-            return (*k.range.get(i as usize)?)
+            return (k.range.get(i as usize)?.get())
                 .filter(|&r| (r as usize) < self.timeline.ranges.start.len());
         }
-        let stage = (*k.stage.get(i as usize)?)?;
+        let stage = k.stage.get(i as usize)?.get()?;
         let t = *k.start.get(i as usize)?;
         let inst = &self.stages.get(stage as usize)?.instances;
         let r = &self.timeline.ranges;
@@ -312,7 +312,7 @@ impl Run {
 
     /// Launch geometry of kernel op `i`, where the timeline has it.
     pub fn launch_of(&self, i: u32) -> Option<&Launch> {
-        let l = (*self.timeline.kernels.launch.get(i as usize)?)?;
+        let l = self.timeline.kernels.launch.get(i as usize)?.get()?;
         self.timeline.launches.get(l as usize)
     }
 

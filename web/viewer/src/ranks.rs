@@ -18,7 +18,7 @@
 
 use crate::lanes::{Lane, LaneKind};
 use crate::model::{Counter, LoadError, RankPart, Run, StageInfo};
-use llmprof_bundle::Timeline;
+use llmprof_bundle::{OptU32, Timeline};
 
 /// One loaded rank.
 #[derive(Debug, Clone)]
@@ -215,12 +215,15 @@ impl Bases {
             .collect()
     }
 
-    fn stage(&self, s: Option<u32>) -> Option<u32> {
-        s.filter(|&x| x < self.stages).map(|x| x + self.stage)
+    fn stage(&self, s: OptU32) -> OptU32 {
+        (s.get().filter(|&x| x < self.stages).map(|x| x + self.stage)).into()
     }
 
-    fn launch(&self, l: Option<u32>) -> Option<u32> {
-        l.filter(|&x| x < self.launches).map(|x| x + self.launch)
+    fn launch(&self, l: OptU32) -> OptU32 {
+        (l.get()
+            .filter(|&x| x < self.launches)
+            .map(|x| x + self.launch))
+        .into()
     }
 }
 
@@ -252,15 +255,21 @@ fn merged_timeline(
     let any = |f: fn(&Timeline) -> bool| ranks.iter().any(|r| f(&r.run.timeline));
     let k = &mut t.kernels;
     (k.start, k.dur, k.stream, k.kernel) = (vec![0; nk], vec![0; nk], vec![0; nk], vec![0; nk]);
-    k.stage = vec![None; nk];
-    let with = |has: bool| if has { vec![None; nk] } else { Vec::new() };
+    k.stage = vec![OptU32::NONE; nk];
+    let with = |has: bool| {
+        if has {
+            vec![OptU32::NONE; nk]
+        } else {
+            Vec::new()
+        }
+    };
     k.launch = with(any(|t| !t.kernels.launch.is_empty()));
     k.range = with(any(|t| !t.kernels.range.is_empty()));
     k.graph = with(any(|t| !t.kernels.graph.is_empty()));
     k.graph_node = with(any(|t| !t.kernels.graph_node.is_empty()));
     let m = &mut t.mem_ops;
     (m.start, m.dur, m.stream, m.kernel) = (vec![0; nm], vec![0; nm], vec![0; nm], vec![0; nm]);
-    (m.bytes, m.stage) = (vec![0; nm], vec![None; nm]);
+    (m.bytes, m.stage) = (vec![0; nm], vec![OptU32::NONE; nm]);
     let nr = maps.ranges_len;
     let r = &mut t.ranges;
     (r.start, r.dur, r.stage, r.depth, r.tid) = (
@@ -287,7 +296,8 @@ fn merged_timeline(
 /// become `null`.
 fn copy_kernels(t: &mut Timeline, run: &Run, (shift, b): (u64, &Bases), maps: &RankMaps<'_>) {
     let (k, s, to) = (&mut t.kernels, &run.timeline.kernels, maps.kernels);
-    let range_of = |v: Option<u32>| v.and_then(|x| maps.ranges.get(x as usize).copied());
+    let range_of =
+        |v: Option<u32>| OptU32::from(v.and_then(|x| maps.ranges.get(x as usize).copied()));
     place(
         &mut k.start,
         to,
@@ -301,7 +311,7 @@ fn copy_kernels(t: &mut Timeline, run: &Run, (shift, b): (u64, &Bases), maps: &R
         place(&mut k.launch, to, s.launch.iter().map(|&x| b.launch(x)));
     }
     if !s.range.is_empty() {
-        place(&mut k.range, to, s.range.iter().map(|&x| range_of(x)));
+        place(&mut k.range, to, s.range.iter().map(|&x| range_of(x.get())));
     } else if !k.range.is_empty() {
         // Another rank has the column: this one's kernels get the instance enclosing their
         // start, as the viewer finds it for a timeline without the column.

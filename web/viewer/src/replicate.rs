@@ -7,7 +7,7 @@
 //! run, and the label says the run is synthetic. `examples/replicate_decode.rs` writes it; the
 //! integration tests replicate at a small N and load it.
 
-use llmprof_bundle::{Bundle, StageRole, Timeline, TimelineInfo, TIMELINE_FILE};
+use llmprof_bundle::{Bundle, OptU32, StageRole, Timeline, TimelineInfo, TIMELINE_FILE};
 
 /// Where the last decode instance sits in each sorted table: `[first, end)` positions.
 struct Window {
@@ -101,7 +101,7 @@ fn truncated(tl: &Timeline, w: &Window) -> Timeline {
         col.truncate(k0.min(col.len()));
     }
     for r in &mut k.range {
-        *r = r.filter(|&i| (i as usize) < r0);
+        *r = r.get().filter(|&i| (i as usize) < r0).into();
     }
     let m = &mut out.mem_ops;
     for col in [&mut m.start, &mut m.dur, &mut m.bytes] {
@@ -124,10 +124,9 @@ fn append_copy(out: &mut Timeline, tl: &Timeline, w: &Window, c: usize, shift: u
     let (r0, r1) = w.ranges;
     // Copy c's ranges land after the kept ones and the c copies before it.
     let base = r0 + c * (r1 - r0);
-    let moved = |r: Option<u32>| {
-        r.map(|i| i as usize)
-            .filter(|i| (r0..r1).contains(i))
-            .map(|i| (base + i - r0) as u32)
+    let moved = |r: OptU32| {
+        let i = r.get().map(|i| i as usize).filter(|i| (r0..r1).contains(i));
+        OptU32::from(i.map(|i| (base + i - r0) as u32))
     };
     let (src, k) = (&tl.kernels, &mut out.kernels);
     let full = |col_len: usize| col_len == src.start.len();

@@ -27,6 +27,7 @@ use crate::communication::Collectives;
 use crate::diagnostics::Diagnostics;
 use crate::intern::Interner;
 use crate::launched::LaunchedSet;
+use crate::launches::{Caller, LaunchCall, Launches};
 use crate::ops::{self, Op, Ops};
 use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use llmprof_bundle::names;
@@ -76,40 +77,6 @@ struct RowAcc {
     communication: bool,
 }
 
-/// A launch call as the converter keeps it: 32 bytes where a [`LaunchRecord`] and its API
-/// name take 64 (an export holds millions).
-#[derive(Debug, Clone, Copy)]
-struct LaunchAcc {
-    start: i64,
-    end: i64,
-    correlation: i64,
-    /// Index into [`TraceConverter::callers`].
-    caller: u32,
-    /// The API function's interned name + 1 (0: none) in the low 30 bits; [`DRIVER`] and
-    /// [`GRAPH`] above.
-    api: u32,
-}
-
-const DRIVER: u32 = 1 << 31;
-const GRAPH: u32 = 1 << 30;
-const API: u32 = GRAPH - 1;
-
-impl LaunchAcc {
-    fn driver(&self) -> bool {
-        self.api & DRIVER != 0
-    }
-    fn graph(&self) -> bool {
-        self.api & GRAPH != 0
-    }
-    /// The interned API name, where the source gave one.
-    fn api(&self) -> Option<u32> {
-        (self.api & API).checked_sub(1)
-    }
-}
-
-/// The calling thread of launches: `(process, thread key, OS thread id)`.
-type Caller = (u64, u64, u64);
-
 /// Builds stages, kernels, totals and the timeline from format-free records.
 #[derive(Debug, Default)]
 pub struct TraceConverter {
@@ -117,7 +84,7 @@ pub struct TraceConverter {
     stage_keys: Vec<StageKey>,
     stage_ids: HashMap<StageKey, u32>,
     ranges: Vec<RangeAcc>,
-    launches: Vec<LaunchAcc>,
+    launches: Launches,
     /// The distinct calling threads of the launches, by first sight.
     callers: Vec<Caller>,
     caller_ids: HashMap<Caller, u32>,
@@ -197,16 +164,14 @@ impl TraceConverter {
             callers.push(key);
             callers.len() as u32 - 1
         });
-        // A name id past 30 bits (a billion distinct strings) is dropped, not wrapped.
-        let name = api.map_or(0, |a| self.strings.intern(a).saturating_add(1));
-        let name = if name > API { 0 } else { name };
-        let flags = if l.driver { DRIVER } else { 0 } | if l.graph { GRAPH } else { 0 };
-        self.launches.push(LaunchAcc {
+        self.launches.push(LaunchCall {
             start: l.start,
             end: l.end,
             correlation: l.correlation,
             caller,
-            api: name | flags,
+            api: api.map(|a| self.strings.intern(a)),
+            driver: l.driver,
+            graph: l.graph,
         });
     }
 
@@ -285,8 +250,7 @@ impl TraceConverter {
     fn retain_launches_of_ops(&mut self) {
         let set = self.launched_set();
         let callers = &self.callers;
-        (self.launches).retain(|l| set.contains(callers[l.caller as usize].0, l.correlation));
-        self.launches.shrink_to_fit();
+        (self.launches).retain(|caller, corr| set.contains(callers[caller as usize].0, corr));
     }
 
     /// Makes room for `n` more GPU ops (a source that knows its count says so up front).
@@ -442,12 +406,14 @@ impl TraceConverter {
     /// placed it in a graph) and counts graph calls per row; returns, per launch record, whether
     /// it launched a graph.
     fn mark_graph_ops(&mut self, attribution: &Attribution) -> Vec<bool> {
-        let mut graph_launch: Vec<bool> = self.launches.iter().map(|l| l.graph()).collect();
+        let mut graph_launch: Vec<bool> = (0..self.launches.len())
+            .map(|l| self.launches.graph(l))
+            .collect();
         for i in 0..self.ops.len() {
             // The op's launch, as the attribution joined it, is a graph launch.
             let by_call = attribution
                 .launch(i)
-                .is_some_and(|l| self.launches[l].graph());
+                .is_some_and(|l| self.launches.graph(l));
             if self.ops.graph(i).is_none() && by_call {
                 self.ops.set_graph(
                     i,
@@ -543,7 +509,7 @@ impl TraceConverter {
             };
             let ranges = attribution.ranges_of(op_idx);
             if !std::mem::replace(&mut counted[l], true) {
-                let cost = span(self.launches[l].start, self.launches[l].end);
+                let cost = span(self.launches.start[l], self.launches.end[l]);
                 for &r in ranges {
                     let a = &mut inst[r as usize];
                     a.launches += 1;
@@ -913,7 +879,6 @@ impl TraceConverter {
         let (t0, end) = self.time_bounds();
         self.ops.correlation = Vec::new();
         let (mut calls, call_pos) = self.timeline_calls(&attribution, t0);
-        self.launches = Vec::new();
         let mut ops = std::mem::take(&mut self.ops);
         let n_kernels = (0..ops.len()).filter(|&i| ops.in_kernel_columns(i)).count();
         if !calls.is_empty() {
@@ -995,55 +960,22 @@ impl TraceConverter {
 
     /// The launch calls of the traced ops, sorted by start, and per launch record its
     /// position among them ([`NO_LAUNCH`] for those that ran no traced op).
-    fn timeline_calls(&self, attribution: &Attribution, t0: i64) -> (TimelineCalls, Vec<u32>) {
+    fn timeline_calls(&mut self, attribution: &Attribution, t0: i64) -> (TimelineCalls, Vec<u32>) {
         // A graph launch's ops come together: one entry for the run of them.
         let mut last = None;
         let mut used: Vec<u32> = (0..self.ops.len())
             .filter_map(|i| attribution.launch(i).map(|l| l as u32))
             .filter(|&l| last.replace(l) != Some(l))
             .collect();
-        used.sort_unstable_by_key(|&l| (self.launches[l as usize].start, l));
+        let starts = &self.launches.start;
+        used.sort_unstable_by_key(|&l| (starts[l as usize], l));
         used.dedup();
-        let mut pos = vec![
-            NO_LAUNCH;
-            if used.is_empty() {
-                0
-            } else {
-                self.launches.len()
-            }
-        ];
-        let n = used.len();
-        let mut calls = TimelineCalls {
-            start: Vec::with_capacity(n),
-            dur: Vec::with_capacity(n),
-            thread: Vec::with_capacity(n),
-            correlation: Vec::with_capacity(n),
-            name: Vec::with_capacity(n),
-            ..TimelineCalls::default()
-        };
-        let mut name_ids: HashMap<(u32, bool), u32> = HashMap::default();
-        let mut thread_ids: HashMap<u64, u32> = HashMap::default();
+        let mut pos = vec![NO_LAUNCH; if used.is_empty() { 0 } else { starts.len() }];
         for (p, &l) in used.iter().enumerate() {
             pos[l as usize] = p as u32;
-            let rec = &self.launches[l as usize];
-            let tid = self.callers[rec.caller as usize].2;
-            calls.start.push(rec.start - t0);
-            calls.dur.push(span(rec.start, rec.end));
-            calls.correlation.push(rec.correlation);
-            let thread = *thread_ids.entry(tid).or_insert_with(|| {
-                calls.threads.push(tid);
-                calls.threads.len() as u32 - 1
-            });
-            calls.thread.push(thread);
-            let name = rec.api().map(|id| {
-                *name_ids.entry((id, rec.driver())).or_insert_with(|| {
-                    calls.names.push(self.strings.get(id).to_string());
-                    calls.driver.push(rec.driver());
-                    calls.names.len() as u32 - 1
-                })
-            });
-            calls.name.push(name.into());
         }
+        let launches = std::mem::take(&mut self.launches);
+        let calls = launches.into_calls(&used, t0, &self.callers, &self.strings);
         (calls, pos)
     }
 }
@@ -1171,8 +1103,8 @@ impl Attribution {
     fn of(conv: &TraceConverter) -> Attribution {
         let (launches, callers) = (&conv.launches, &conv.callers);
         let (spans, arena) = launch_ranges(&conv.ranges, launches, callers);
-        let process = |l: u32| callers[launches[l as usize].caller as usize].0;
-        let key = |l: u32| (process(l), launches[l as usize].correlation, l);
+        let process = |l: u32| callers[launches.caller[l as usize] as usize].0;
+        let key = |l: u32| (process(l), launches.correlation[l as usize], l);
         // Launch indices by (process, correlation, index).
         let mut by_key: Vec<u32> = (0..launches.len() as u32).collect();
         by_key.sort_unstable_by_key(|&l| key(l));
@@ -1231,10 +1163,10 @@ impl Attribution {
 /// returned arena. A range ended on another thread owns no GPU work.
 fn launch_ranges(
     ranges: &[RangeAcc],
-    launches: &[LaunchAcc],
+    launches: &Launches,
     callers: &[Caller],
 ) -> (Vec<(u32, u32)>, Vec<u32>) {
-    let thread = |l: &LaunchAcc| callers[l.caller as usize].1;
+    let thread = |l: u32| callers[launches.caller[l as usize] as usize].1;
     // Ranges per thread, by start, longest first.
     let mut thread_ranges: HashMap<u64, Vec<u32>> = HashMap::default();
     for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.projects) {
@@ -1250,23 +1182,18 @@ fn launch_ranges(
     }
     // Launches on threads that have ranges, by thread and start.
     let mut order: Vec<u32> = (0..launches.len() as u32)
-        .filter(|&l| thread_ranges.contains_key(&thread(&launches[l as usize])))
+        .filter(|&l| thread_ranges.contains_key(&thread(l)))
         .collect();
-    order.sort_unstable_by_key(|&l| {
-        let launch = &launches[l as usize];
-        (thread(launch), launch.start, l)
-    });
+    order.sort_unstable_by_key(|&l| (thread(l), launches.start[l as usize], l));
     let mut spans = vec![(0u32, 0u32); launches.len()];
     let mut arena: Vec<u32> = Vec::new();
     let mut active: Vec<u32> = Vec::new();
-    for group in
-        order.chunk_by(|&a, &b| thread(&launches[a as usize]) == thread(&launches[b as usize]))
-    {
-        let rs = &thread_ranges[&thread(&launches[group[0] as usize])];
+    for group in order.chunk_by(|&a, &b| thread(a) == thread(b)) {
+        let rs = &thread_ranges[&thread(group[0])];
         let mut next = 0;
         active.clear();
         for &li in group {
-            let start = launches[li as usize].start;
+            let start = launches.start[li as usize];
             while next < rs.len() && ranges[rs[next] as usize].start <= start {
                 active.push(rs[next]);
                 next += 1;

@@ -16,6 +16,7 @@ pub mod input;
 mod intern;
 pub mod kineto;
 mod launched;
+mod launches;
 pub mod merge;
 pub mod ncu;
 pub mod nsys;

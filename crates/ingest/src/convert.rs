@@ -1089,10 +1089,8 @@ struct Attribution {
     /// Per op: the launch record with its `(process, correlation)` (the last in input order
     /// where several have it), or [`NO_LAUNCH`].
     launch_of_op: Vec<u32>,
-    /// Per launch: `(offset, len)` into `arena`, the range instances open on its thread at
-    /// its start, outermost first.
-    spans: Vec<(u32, u32)>,
-    arena: Vec<u32>,
+    /// Per launch, the range instances open on its thread at its start, outermost first.
+    ranges: OpenRanges,
     launch_missing: u64,
     launch_missing_example: String,
 }
@@ -1102,7 +1100,7 @@ const NO_LAUNCH: u32 = u32::MAX;
 impl Attribution {
     fn of(conv: &TraceConverter) -> Attribution {
         let (launches, callers) = (&conv.launches, &conv.callers);
-        let (spans, arena) = launch_ranges(&conv.ranges, launches, callers);
+        let ranges = launch_ranges(&conv.ranges, launches, callers);
         let process = |l: u32| callers[launches.caller[l as usize] as usize].0;
         let key = |l: u32| (process(l), launches.correlation[l as usize], l);
         // Launch indices by (process, correlation, index).
@@ -1132,8 +1130,7 @@ impl Attribution {
             .collect();
         Attribution {
             launch_of_op,
-            spans,
-            arena,
+            ranges,
             launch_missing,
             launch_missing_example,
         }
@@ -1150,8 +1147,7 @@ impl Attribution {
         let Some(l) = self.launch(op) else {
             return &[];
         };
-        let (offset, len) = self.spans[l];
-        &self.arena[offset as usize..(offset + len) as usize]
+        self.ranges.of(l)
     }
 
     fn innermost(&self, op: usize) -> Option<u32> {
@@ -1159,13 +1155,46 @@ impl Attribution {
     }
 }
 
-/// Per launch, the range instances open on its thread at its start: `(offset, len)` into the
-/// returned arena. A range ended on another thread owns no GPU work.
-fn launch_ranges(
-    ranges: &[RangeAcc],
-    launches: &Launches,
-    callers: &[Caller],
-) -> (Vec<(u32, u32)>, Vec<u32>) {
+/// Per launch, the range instances open on its thread at its start, outermost first. Launches
+/// in a row on one thread mostly share one set: each distinct run of a set is stored once.
+#[derive(Debug, Default)]
+struct OpenRanges {
+    /// Per launch, its set (index into `sets`), or [`NO_SET`].
+    set_of: Vec<u32>,
+    /// `(offset, len)` into `arena`.
+    sets: Vec<(u32, u32)>,
+    arena: Vec<u32>,
+}
+
+const NO_SET: u32 = u32::MAX;
+
+impl OpenRanges {
+    fn of(&self, launch: usize) -> &[u32] {
+        match self.set_of[launch] {
+            NO_SET => &[],
+            s => {
+                let (offset, len) = self.sets[s as usize];
+                &self.arena[offset as usize..(offset + len) as usize]
+            }
+        }
+    }
+
+    /// Gives `launch` the set `active`, the last set again where it is the same.
+    fn set(&mut self, launch: u32, active: &[u32]) {
+        let same = (self.sets.last())
+            .is_some_and(|&(o, n)| self.arena[o as usize..(o + n) as usize] == *active);
+        if !same {
+            self.sets
+                .push((self.arena.len() as u32, active.len() as u32));
+            self.arena.extend_from_slice(active);
+        }
+        self.set_of[launch as usize] = self.sets.len() as u32 - 1;
+    }
+}
+
+/// Per launch, the range instances open on its thread at its start. A range ended on another
+/// thread owns no GPU work.
+fn launch_ranges(ranges: &[RangeAcc], launches: &Launches, callers: &[Caller]) -> OpenRanges {
     let thread = |l: u32| callers[launches.caller[l as usize] as usize].1;
     // Ranges per thread, by start, longest first.
     let mut thread_ranges: HashMap<u64, Vec<u32>> = HashMap::default();
@@ -1185,8 +1214,10 @@ fn launch_ranges(
         .filter(|&l| thread_ranges.contains_key(&thread(l)))
         .collect();
     order.sort_unstable_by_key(|&l| (thread(l), launches.start[l as usize], l));
-    let mut spans = vec![(0u32, 0u32); launches.len()];
-    let mut arena: Vec<u32> = Vec::new();
+    let mut open = OpenRanges {
+        set_of: vec![NO_SET; launches.len()],
+        ..OpenRanges::default()
+    };
     let mut active: Vec<u32> = Vec::new();
     for group in order.chunk_by(|&a, &b| thread(a) == thread(b)) {
         let rs = &thread_ranges[&thread(group[0])];
@@ -1200,12 +1231,11 @@ fn launch_ranges(
             }
             active.retain(|&r| ranges[r as usize].end > start);
             if !active.is_empty() {
-                spans[li as usize] = (arena.len() as u32, active.len() as u32);
-                arena.extend_from_slice(&active);
+                open.set(li, &active);
             }
         }
     }
-    (spans, arena)
+    open
 }
 
 /// The `kernels[]` name of a graph traced whole.

@@ -30,8 +30,8 @@ const IN_GRAPH: u8 = 1 << 2;
 const HAS_GRAPH_ID: u8 = 1 << 3;
 const HAS_NODE: u8 = 1 << 4;
 
-/// The ops, by input order: 46 bytes an op, optional fields flagged in `flags` rather than
-/// wrapped in `Option`s.
+/// The ops, by input order: 38 bytes an op (46 in a trace with graph ids or nodes), optional
+/// fields flagged in `flags` rather than wrapped in `Option`s.
 #[derive(Debug, Default)]
 pub(crate) struct Ops {
     pub start: Vec<i64>,
@@ -44,7 +44,8 @@ pub(crate) struct Ops {
     pub queue: Vec<u32>,
     /// A kernel's launch configuration; a memcpy's or memset's index into `bytes`.
     pub launch: Vec<u32>,
-    /// The graph the source placed the op in, and its node there.
+    /// The graph the source placed the op in, and its node there: each column only as long as
+    /// the last op that has one (empty in a trace without graphs).
     pub graph: Vec<u32>,
     pub node: Vec<u32>,
     /// Kept to the end: it says which timeline columns (kernels' or mem ops') an op goes to.
@@ -71,8 +72,6 @@ impl Ops {
         self.row.reserve_exact(n);
         self.queue.reserve_exact(n);
         self.launch.reserve_exact(n);
-        self.graph.reserve_exact(n);
-        self.node.reserve_exact(n);
         self.kind.reserve_exact(n);
         self.flags.reserve_exact(n);
     }
@@ -95,8 +94,6 @@ impl Ops {
         self.row.push(op.row);
         self.queue.push(op.queue);
         self.launch.push(launch);
-        self.graph.push(0);
-        self.node.push(0);
         self.kind.push(op.kind);
         self.flags.push(flags);
         self.set_graph(self.kind.len() - 1, op.graph);
@@ -126,8 +123,8 @@ impl Ops {
     pub fn graph(&self, i: usize) -> Option<GraphRef> {
         let flags = self.flags[i];
         (flags & IN_GRAPH != 0).then_some(GraphRef {
-            graph: (flags & HAS_GRAPH_ID != 0).then_some(self.graph[i]),
-            node: (flags & HAS_NODE != 0).then_some(self.node[i]),
+            graph: (flags & HAS_GRAPH_ID != 0).then(|| self.graph[i]),
+            node: (flags & HAS_NODE != 0).then(|| self.node[i]),
         })
     }
 
@@ -138,11 +135,11 @@ impl Ops {
         *flags |= IN_GRAPH;
         if let Some(id) = g.graph {
             *flags |= HAS_GRAPH_ID;
-            self.graph[i] = id;
+            set_at(&mut self.graph, i, id);
         }
         if let Some(node) = g.node {
             *flags |= HAS_NODE;
-            self.node[i] = node;
+            set_at(&mut self.node, i, node);
         }
     }
 
@@ -151,6 +148,14 @@ impl Ops {
     pub fn in_kernel_columns(&self, i: usize) -> bool {
         matches!(self.kind[i], OpKind::Kernel | OpKind::Graph)
     }
+}
+
+/// `col[i] = v`, growing `col` with zeros up to `i` first.
+fn set_at(col: &mut Vec<u32>, i: usize, v: u32) {
+    if col.len() <= i {
+        col.resize(i + 1, 0);
+    }
+    col[i] = v;
 }
 
 /// Per op in `order`, `f` of it, split into the timeline's kernel column and mem op column
@@ -228,9 +233,18 @@ mod tests {
             graph: Some(2),
             node: None,
         };
+        // No op has a graph id or node yet: those columns take no room.
+        assert!(ops.graph.is_empty() && ops.node.is_empty());
         ops.set_graph(2, Some(g));
         assert_eq!(ops.graph(2), Some(g));
+        assert_eq!((ops.graph.len(), ops.node.len()), (3, 0));
         assert_eq!(ops.graph(1), None);
+        let in_graph = GraphRef {
+            graph: None,
+            node: Some(5),
+        };
+        ops.set_graph(0, Some(in_graph));
+        assert_eq!((ops.graph(0), ops.node.len()), (Some(in_graph), 1));
         ops.set_graph(2, None);
         assert_eq!(ops.graph(2), None);
 
@@ -238,5 +252,15 @@ mod tests {
         let (k, m) = split(&ops, &order, 2, |i| i);
         assert_eq!((k, m), (vec![2, 0], vec![3, 1]));
         assert_eq!(kernels_only(&ops, &order, 2, |i| i), [2, 0]);
+
+        ops.push(Op {
+            graph: Some(GraphRef {
+                graph: Some(8),
+                node: Some(1),
+            }),
+            ..op(OpKind::Kernel, None, None, 0)
+        });
+        assert_eq!(ops.graph(4).and_then(|g| g.node), Some(1));
+        assert_eq!((ops.graph.len(), ops.node.len()), (5, 5));
     }
 }

@@ -262,6 +262,25 @@ fn a_frame_draws_a_bounded_number_of_rects_and_the_hover_outline() {
 }
 
 #[test]
+fn time_axis_labels_differ_from_tick_to_tick_in_a_narrow_window() {
+    let (_, run) = run();
+    let layout = Layout::new(&run.lanes, Geometry::default());
+    let mut vp = Viewport::new(run.timeline.end_ns, 1268.0);
+    // 300 µs from 15.6 ms: ticks 20 µs apart, which three significant digits would blur.
+    vp.set(15.6e6, 15.9e6);
+    let mut rec = Recorder::default();
+    scene::draw(&run, &layout, &vp, &Overlay::default(), 1400.0, &mut rec);
+    let labels: Vec<&String> = (rec.texts.iter()).filter(|t| t.ends_with(" ms")).collect();
+    assert!(labels.len() >= 5, "{labels:?}");
+    let distinct: std::collections::HashSet<_> = labels.iter().collect();
+    assert_eq!(distinct.len(), labels.len(), "{labels:?}");
+    assert!(
+        labels.iter().any(|t| t.as_str() == "15.62 ms"),
+        "{labels:?}"
+    );
+}
+
+#[test]
 fn comparison_numbers_come_from_the_bundle() {
     let (bundle, _) = run();
     let s = RunSummary::from_bundle(&bundle);

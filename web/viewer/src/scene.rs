@@ -139,7 +139,7 @@ impl Frame<'_> {
             p.text(
                 plot_x + vp.x_of(t) + 3.0,
                 g.axis_h / 2.0,
-                &fmt::duration(t),
+                &fmt::tick_label(t, step),
                 "#555555",
                 Align::Left,
                 100.0,

@@ -959,7 +959,8 @@ impl TraceConverter {
     }
 
     /// The launch calls of the traced ops, sorted by start, and per launch record its
-    /// position among them ([`NO_LAUNCH`] for those that ran no traced op).
+    /// position among them ([`NO_LAUNCH`] for those that ran no traced op). Takes the launch
+    /// records: nothing after the timeline's calls needs them.
     fn timeline_calls(&mut self, attribution: &Attribution, t0: i64) -> (TimelineCalls, Vec<u32>) {
         // A graph launch's ops come together: one entry for the run of them.
         let mut last = None;

@@ -39,6 +39,12 @@ impl OptU32 {
         self.0 == u32::MAX
     }
 
+    /// Row `i` of an optional column; `None` too where the column is shorter (older
+    /// timelines lack some columns, or have them empty).
+    pub fn at(column: &[OptU32], i: usize) -> Option<u32> {
+        column.get(i).and_then(|v| v.get())
+    }
+
     /// A column of these from `Option`s.
     pub fn column(values: &[Option<u32>]) -> Vec<OptU32> {
         values.iter().map(|&v| OptU32::from(v)).collect()
@@ -106,6 +112,14 @@ mod tests {
         assert_eq!(back, values);
         let as_options: Vec<Option<u32>> = back.iter().map(|v| v.get()).collect();
         assert_eq!(as_options, [Some(0), None, Some(7)]);
+        assert_eq!(
+            (
+                OptU32::at(&back, 2),
+                OptU32::at(&back, 1),
+                OptU32::at(&back, 3)
+            ),
+            (Some(7), None, None)
+        );
         // The reserved value reads as absent, in both directions.
         assert_eq!(OptU32::from(Some(u32::MAX)), OptU32::NONE);
         let max: Vec<OptU32> = serde_json::from_str("[4294967295]").unwrap();

@@ -32,7 +32,7 @@
 
 use std::io::{self, Write};
 
-use llmprof_bundle::{Bundle, Kernel, NcuKernel, OpKind, Timeline};
+use llmprof_bundle::{Bundle, Kernel, NcuKernel, OpKind, OptU32, Timeline};
 
 /// The `pid` of host-side events (stage ranges): the traces llmprof reads do not all record the
 /// workload's process id, so one fixed id stands for the host process.
@@ -365,14 +365,14 @@ fn write_kernels<W: Write>(
     let mut n = 0;
     for i in 0..k.start.len() {
         let mut more = String::new();
-        let launch = k.launch.get(i).and_then(|v| v.get());
+        let launch = OptU32::at(&k.launch, i);
         if let Some(l) = launch.and_then(|l| t.launches.get(l as usize)) {
             more.push_str(&launch_args(l));
         }
-        if let Some(g) = k.graph.get(i).and_then(|v| v.get()) {
+        if let Some(g) = OptU32::at(&k.graph, i) {
             more.push_str(&format!(", \"graph id\": {g}"));
         }
-        if let Some(node) = k.graph_node.get(i).and_then(|v| v.get()) {
+        if let Some(node) = OptU32::at(&k.graph_node, i) {
             more.push_str(&format!(", \"graph node\": {node}"));
         }
         let op = OpEvent {
@@ -380,7 +380,7 @@ fn write_kernels<W: Write>(
             stream: k.stream[i],
             start: k.start[i],
             dur: k.dur[i],
-            call: t.calls.kernel_call.get(i).and_then(|v| v.get()),
+            call: OptU32::at(&t.calls.kernel_call, i),
             own_args: String::new(),
             more_args: more,
             cat: |kind| match kind {
@@ -501,7 +501,7 @@ fn write_mem_ops<W: Write>(
             stream: m.stream[i],
             start: m.start[i],
             dur: m.dur[i],
-            call: t.calls.mem_op_call.get(i).and_then(|v| v.get()),
+            call: OptU32::at(&t.calls.mem_op_call, i),
             own_args: format!("\"bytes\": {}, ", m.bytes[i]),
             more_args: String::new(),
             cat: |kind| match kind {
@@ -637,7 +637,6 @@ pub fn json_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llmprof_bundle::OptU32;
 
     #[test]
     fn api_names_lose_nsys_version_suffixes_only() {

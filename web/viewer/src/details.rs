@@ -1,5 +1,7 @@
 //! What the tooltip and the pinned panel say about an item.
 
+use llmprof_bundle::OptU32;
+
 use crate::fmt;
 use crate::model::{Run, Target};
 
@@ -44,8 +46,8 @@ pub fn describe(run: &Run, t: Target) -> Vec<(String, String)> {
                     }
                     None => out.push(("In stage".into(), "outside every stage".into())),
                 }
-                if let Some(g) = tl.kernels.graph.get(i as usize).and_then(|g| g.get()) {
-                    let node = match tl.kernels.graph_node.get(i as usize).and_then(|n| n.get()) {
+                if let Some(g) = OptU32::at(&tl.kernels.graph, i as usize) {
+                    let node = match OptU32::at(&tl.kernels.graph_node, i as usize) {
                         Some(n) => format!(", node {n}"),
                         None => String::new(),
                     };

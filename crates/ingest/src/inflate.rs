@@ -150,8 +150,7 @@ fn inflate(
     filled: &SyncSender<io::Result<Filled>>,
     recycle: &Receiver<Vec<u8>>,
 ) {
-    let reader = io::BufReader::with_capacity(1 << 18, file);
-    let mut dec = flate2::read::MultiGzDecoder::new(reader).take(cap.saturating_add(1));
+    let mut dec = crate::gunzip::reader(file).take(cap.saturating_add(1));
     let mut made = 0;
     loop {
         let mut buf = if made < BUFFERS {

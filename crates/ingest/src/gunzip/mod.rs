@@ -1,0 +1,608 @@
+//! One gzip stream inflated on several cores.
+//!
+//! A deflate stream has no index: its blocks start at any bit, and each may copy bytes from
+//! the 32 KB before it. The compressed file is cut into chunks of [`CHUNK`] bytes, and workers
+//! inflate them at the same time (rapidgzip's and pugz's approach):
+//! - a worker looks for the first block that starts in its chunk ([`find`]) and inflates from
+//!   there, to the first block boundary at or past the next chunk's start;
+//! - the bytes of the 32 KB before are not known yet, so back-references into them come out
+//!   as markers ([`decode`]);
+//! - the reader takes the chunks in order. A chunk that starts exactly where the one before
+//!   ended is accepted. Any other (its block was a false find, or none was found) is inflated
+//!   again by the reader, from where the one before ended;
+//! - an accepted piece's window is the last 32 KB before it, so its markers can be replaced:
+//!   the reader works out the window's bytes after it, and a worker translates the piece.
+//!
+//! At the end the CRC-32 and length in the gzip trailer are checked. Anything this reader does
+//! not handle (a file of several gzip members, a corrupt or truncated stream, a block of
+//! huge output) hands over to `flate2`'s streaming decoder, which inflates the file again from
+//! the start, skips the bytes already delivered, and goes on or reports the error in its own
+//! words. The bytes delivered are the same either way.
+
+mod bits;
+mod decode;
+mod find;
+mod huffman;
+mod shared;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use decode::{Inflater, Stop, WINDOW};
+use shared::{ByteTable, Bytes, Piece, Shared, CHUNK};
+
+/// Traces that inflate to less than this are inflated by `flate2` alone. The parallel reader
+/// holds 25–28 MiB more than `flate2` (eight workers' chunks, measured on the 1 GB trace),
+/// and the rest of a `.gz` ingest about 0.07× the trace: from here on the whole stays within
+/// 0.1× the trace.
+const MIN_INFLATED: u64 = 900 << 20;
+
+/// Cores needed for the parallel reader, which takes half of them, at most [`MAX_WORKERS`]:
+/// the parse, which runs beside it, takes them all.
+const MIN_CORES: usize = 8;
+const MAX_WORKERS: usize = 8;
+
+/// Pieces accepted ahead of the one read, being translated.
+const ACCEPT_AHEAD: u64 = 3;
+
+/// A reader of `file`'s inflated bytes: on several cores for a large file, else `flate2`'s.
+pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores >= MIN_CORES && inflated_estimate(&file).is_some_and(|n| n >= MIN_INFLATED) {
+        return parallel_reader(file, (cores / 2).min(MAX_WORKERS), CHUNK);
+    }
+    flate2_reader(file)
+}
+
+/// What `file` inflates to, about: its trailer's size field (modulo 4 GiB), or ten times its
+/// size when the field is smaller than the file (wrapped past 4 GiB, or several members).
+fn inflated_estimate(file: &File) -> Option<u64> {
+    let size = file.metadata().ok()?.len();
+    let mut field = [0u8; 4];
+    file.read_exact_at(&mut field, size.checked_sub(4)?).ok()?;
+    let stated = u64::from(u32::from_le_bytes(field));
+    Some(if stated >= size {
+        stated
+    } else {
+        size.saturating_mul(10)
+    })
+}
+
+/// The parallel reader, or `flate2`'s for a header it does not handle.
+fn parallel_reader(file: File, threads: usize, chunk: u64) -> Box<dyn Read + Send> {
+    match file.try_clone() {
+        Ok(f) => match ParallelGunzip::new(f, threads, chunk) {
+            Some(p) => Box::new(p),
+            None => flate2_reader(file),
+        },
+        Err(_) => flate2_reader(file),
+    }
+}
+
+fn flate2_reader(file: File) -> Box<dyn Read + Send> {
+    let reader = io::BufReader::with_capacity(1 << 18, file);
+    Box::new(flate2::read::MultiGzDecoder::new(reader))
+}
+
+/// For the fuzzer and tests: `path` inflated by the parallel reader (with `threads` workers
+/// and chunks of `chunk` compressed bytes) and by `flate2` alone, each as its bytes or its
+/// error. The two must agree on every input.
+pub fn inflate_both_ways(
+    path: &std::path::Path,
+    threads: usize,
+    chunk: u64,
+) -> (Result<Vec<u8>, String>, Result<Vec<u8>, String>) {
+    let read = |r: io::Result<Box<dyn Read + Send>>| {
+        let mut out = Vec::new();
+        r.and_then(|mut r| r.read_to_end(&mut out))
+            .map(|_| out)
+            .map_err(|e| e.to_string())
+    };
+    let parallel = read(File::open(path).map(|f| parallel_reader(f, threads, chunk)));
+    let alone = read(File::open(path).map(flate2_reader));
+    (parallel, alone)
+}
+
+/// The gzip header's length; `None` for anything unusual, which `flate2` then reads (or
+/// refuses) as it would alone.
+fn header_len(head: &[u8]) -> Option<usize> {
+    const FHCRC: u8 = 2;
+    const FEXTRA: u8 = 4;
+    const FNAME: u8 = 8;
+    const FCOMMENT: u8 = 16;
+    if head.get(..3)? != [0x1f, 0x8b, 8] {
+        return None;
+    }
+    let flags = *head.get(3)?;
+    // Reserved flags are an error, and a header CRC is checked, by `flate2`: left to it.
+    if flags & (0xe0 | FHCRC) != 0 {
+        return None;
+    }
+    let mut at = 10;
+    if flags & FEXTRA != 0 {
+        let xlen = u16::from_le_bytes([*head.get(at)?, *head.get(at + 1)?]);
+        at += 2 + usize::from(xlen);
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            at += head.get(at..)?.iter().position(|&b| b == 0)? + 1;
+        }
+    }
+    (at <= head.len()).then_some(at)
+}
+
+/// Why the parallel reader hands over to `flate2`.
+#[derive(Debug)]
+struct HandOver;
+
+/// How the pieces were made: for tests and measurements.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Counts {
+    /// Pieces a worker inflated and the reader took.
+    parallel: usize,
+    /// Pieces the reader inflated itself.
+    serial: usize,
+    handed_over: bool,
+}
+
+/// A gzip file's inflated bytes, read in order; see the module's documentation.
+#[derive(Debug)]
+pub(crate) struct ParallelGunzip {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    inf: Inflater,
+    data: Vec<u8>,
+    /// The chunk the reader takes next, and whether part of it was taken already.
+    next: usize,
+    partial: bool,
+    /// The bit where the next block starts: where the pieces accepted end.
+    pos: u64,
+    /// The last 32 KB of the pieces accepted, or all of them when fewer.
+    window: Vec<u8>,
+    /// Pieces accepted (the last one the final block's) and pieces read.
+    accepted: u64,
+    accepted_final: bool,
+    read: u64,
+    /// The piece being read, from byte `at`.
+    bytes: Vec<u8>,
+    at: usize,
+    crc: crc32fast::Hasher,
+    len: u64,
+    /// Bytes handed out in all.
+    delivered: u64,
+    /// The stream ended; `more` if the file goes on after its trailer.
+    ended: bool,
+    more: bool,
+    fallback: Option<Box<flate2::read::MultiGzDecoder<io::BufReader<File>>>>,
+    counts: Counts,
+}
+
+impl ParallelGunzip {
+    /// Starts `threads` workers on `file`, cut into chunks of `chunk` compressed bytes; `None`
+    /// for a gzip header this reader does not handle (the caller uses `flate2`).
+    pub(crate) fn new(file: File, threads: usize, chunk: u64) -> Option<Self> {
+        let size = file.metadata().ok()?.len();
+        let mut head = vec![0; size.min(64 << 10) as usize];
+        file.read_exact_at(&mut head, 0).ok()?;
+        let first = header_len(&head)? as u64 * 8;
+        let threads = threads.max(1);
+        // Each worker busy, and two chunks done ahead of the reader.
+        let ahead = threads + 2;
+        let shared = Arc::new(Shared::new(file, size, first, chunk, ahead)?);
+        let workers = (0..threads)
+            .map(|_| {
+                let shared = Arc::clone(&shared);
+                std::thread::spawn(move || shared.work())
+            })
+            .collect();
+        Some(ParallelGunzip {
+            shared,
+            workers,
+            inf: Inflater::new(),
+            data: Vec::new(),
+            next: 0,
+            partial: false,
+            pos: first,
+            window: Vec::with_capacity(WINDOW),
+            accepted: 0,
+            accepted_final: false,
+            read: 0,
+            bytes: Vec::new(),
+            at: 0,
+            crc: crc32fast::Hasher::new(),
+            len: 0,
+            delivered: 0,
+            ended: false,
+            more: false,
+            fallback: None,
+            counts: Counts::default(),
+        })
+    }
+
+    /// Moves the reader to chunk `i`, dropping the chunks before it.
+    fn move_to(&mut self, i: usize) {
+        self.next = i;
+        self.partial = false;
+        self.shared.move_reader(i);
+    }
+
+    /// Accepts the next piece of the stream and queues it for translation; `Ok(false)` when
+    /// `!wait` and the workers have not inflated it yet.
+    fn accept(&mut self, wait: bool) -> Result<bool, HandOver> {
+        let shared = Arc::clone(&self.shared);
+        let i = loop {
+            if self.next >= shared.chunks {
+                return Err(HandOver);
+            }
+            if self.pos < shared.chunk_end(self.next) {
+                break self.next;
+            }
+            // The piece before ran past this chunk's end.
+            self.move_to(self.next + 1);
+        };
+        let inflated = if self.partial {
+            None
+        } else {
+            match shared.inflated(i, wait) {
+                Ok(p) => p,
+                Err(()) => return Ok(false),
+            }
+        };
+        let piece = match inflated {
+            Some(p) if p.start == self.pos => {
+                self.counts.parallel += 1;
+                p
+            }
+            other => {
+                self.counts.serial += 1;
+                let spare = other.map(|p| p.symbols).unwrap_or_default();
+                let end = shared.chunk_end(i);
+                shared
+                    .inflate(self.pos, end, false, &mut self.inf, spare, &mut self.data)
+                    .ok_or(HandOver)?
+            }
+        };
+        if piece.stop == Stop::Full {
+            self.partial = true;
+        } else {
+            self.move_to(i + 1);
+        }
+        let table = self.byte_table(&piece)?;
+        self.pos = piece.end;
+        self.accepted_final = piece.stop == Stop::Final;
+        shared.translate(self.accepted, piece, table);
+        self.accepted += 1;
+        Ok(true)
+    }
+
+    /// The table that translates `piece`'s symbols, from the window before it; and the window
+    /// moved past it.
+    fn byte_table(&mut self, piece: &Piece) -> Result<ByteTable, HandOver> {
+        let symbols = piece.symbols.inflated();
+        let missing = WINDOW - self.window.len();
+        // A marker before the window's start: a back-reference before the stream's start.
+        if missing > 0
+            && symbols
+                .iter()
+                .any(|&s| (256..256 + missing as u16).contains(&s))
+        {
+            return Err(HandOver);
+        }
+        let spare = self.shared.state().spare_tables.pop();
+        let mut table = spare.unwrap_or_else(|| Box::new([0; 1 << 16]));
+        for (b, i) in table.iter_mut().zip(0..=255) {
+            *b = i;
+        }
+        table[256 + missing..256 + WINDOW].copy_from_slice(&self.window);
+        let tail = &symbols[symbols.len().saturating_sub(WINDOW)..];
+        if tail.len() == WINDOW {
+            self.window.clear();
+        }
+        self.window
+            .extend(tail.iter().map(|&s| table[usize::from(s)]));
+        let excess = self.window.len().saturating_sub(WINDOW);
+        self.window.drain(..excess);
+        Ok(table)
+    }
+
+    /// Makes the next translated piece the one read: accepts pieces ahead first.
+    fn next_bytes(&mut self) -> Result<(), HandOver> {
+        while !self.accepted_final && self.accepted < self.read + ACCEPT_AHEAD {
+            let wait = self.accepted == self.read;
+            if !self.accept(wait)? {
+                break;
+            }
+        }
+        let Bytes { bytes, crc } = self.shared.translated(self.read).ok_or(HandOver)?;
+        self.read += 1;
+        self.crc.combine(&crc);
+        self.len += bytes.len() as u64;
+        let old = std::mem::replace(&mut self.bytes, bytes);
+        self.shared.state().spare_bytes.push(old);
+        self.at = 0;
+        Ok(())
+    }
+
+    /// Checks the CRC-32 and length after the final block; notes whether the file goes on.
+    fn check_trailer(&mut self) -> Result<(), HandOver> {
+        let at = self.pos.div_ceil(8);
+        let mut trailer = Vec::new();
+        self.shared.read_into(at, 8, &mut trailer).ok_or(HandOver)?;
+        let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+        let len = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+        if crc != self.crc.clone().finalize() || len != self.len as u32 {
+            return Err(HandOver);
+        }
+        self.ended = true;
+        self.more = at + 8 < self.shared.size;
+        self.stop_workers();
+        Ok(())
+    }
+
+    fn stop_workers(&mut self) {
+        self.shared.stop();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+
+    /// Hands over to `flate2`, from the start, past the bytes already delivered.
+    fn hand_over(&mut self) -> io::Result<()> {
+        self.counts.handed_over = true;
+        self.stop_workers();
+        let file = self.shared.file.try_clone()?;
+        let reader = io::BufReader::with_capacity(1 << 18, file);
+        let mut dec = Box::new(flate2::read::MultiGzDecoder::new(reader));
+        let skipped = io::copy(&mut (&mut dec).take(self.delivered), &mut io::sink())?;
+        if skipped < self.delivered {
+            return Err(io::Error::other(
+                "the stream is shorter on a second reading",
+            ));
+        }
+        self.bytes = Vec::new();
+        self.fallback = Some(dec);
+        Ok(())
+    }
+}
+
+impl Read for ParallelGunzip {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if let Some(dec) = &mut self.fallback {
+                return dec.read(buf);
+            }
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            if self.at < self.bytes.len() {
+                let n = buf.len().min(self.bytes.len() - self.at);
+                buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+                self.at += n;
+                self.delivered += n as u64;
+                return Ok(n);
+            }
+            if self.ended && !self.more {
+                return Ok(0);
+            }
+            let moved = if self.ended {
+                Err(HandOver)
+            } else if self.accepted_final && self.read == self.accepted {
+                self.check_trailer()
+            } else {
+                self.next_bytes()
+            };
+            if moved.is_err() {
+                self.hand_over()?;
+            }
+        }
+    }
+}
+
+impl Drop for ParallelGunzip {
+    fn drop(&mut self) {
+        self.stop_workers();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A gzip member's bytes and compression level.
+    type Member<'a> = (&'a [u8], u32);
+
+    fn gzip_file(members: &[Member]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for &(bytes, level) in members {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+            gz.write_all(bytes).unwrap();
+            f.write_all(&gz.finish().unwrap()).unwrap();
+        }
+        f
+    }
+
+    /// JSON-like text with numbers that vary, so blocks are many and dynamic.
+    fn trace_text(events: usize) -> Vec<u8> {
+        let mut out = b"{\"traceEvents\": [\n".to_vec();
+        let mut x: u64 = 12345;
+        for i in 0..events {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let name = [
+                "aten::mm",
+                "void gemv_kernel<float, 128>",
+                "nccl:all_reduce",
+                "Memcpy HtoD",
+            ][(x >> 60) as usize % 4];
+            writeln!(out, "{{\"ph\": \"X\", \"name\": \"{name}\", \"ts\": {}, \"dur\": {}, \"args\": {{\"id\": {i}}}}},", x >> 40, x >> 54).unwrap();
+        }
+        out.extend_from_slice(b"{}]}\n");
+        out
+    }
+
+    /// Bytes with no redundancy: deflate stores them.
+    fn noise(len: usize) -> Vec<u8> {
+        let mut x: u32 = 7;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn read_counted(f: &tempfile::NamedTempFile, threads: usize) -> io::Result<(Vec<u8>, Counts)> {
+        read_chunked(f, threads, CHUNK)
+    }
+
+    fn read_chunked(
+        f: &tempfile::NamedTempFile,
+        threads: usize,
+        chunk: u64,
+    ) -> io::Result<(Vec<u8>, Counts)> {
+        let p = ParallelGunzip::new(File::open(f.path()).unwrap(), threads, chunk).unwrap();
+        let mut out = Vec::new();
+        // Odd read sizes, as the window's buffers ask.
+        let mut r = io::BufReader::with_capacity(7_777, p);
+        r.read_to_end(&mut out)?;
+        Ok((out, r.get_ref().counts))
+    }
+
+    #[test]
+    fn it_inflates_what_flate2_inflates() {
+        let text = trace_text(120_000);
+        let mut mixed = trace_text(20_000);
+        mixed.extend(noise(300_000));
+        mixed.extend(trace_text(20_000));
+        let cases: Vec<(&str, Vec<Member>)> = vec![
+            ("level 1", vec![(&text, 1)]),
+            ("level 6", vec![(&text, 6)]),
+            ("level 9", vec![(&text, 9)]),
+            ("stored blocks among dynamic ones", vec![(&mixed, 6)]),
+            (
+                "two members",
+                vec![(&text[..500_000], 6), (&text[500_000..], 1)],
+            ),
+            ("tiny", vec![(b"{}", 6)]),
+            ("empty", vec![(b"", 6)]),
+        ];
+        for (what, members) in cases {
+            let f = gzip_file(&members);
+            let want: Vec<u8> = members
+                .iter()
+                .flat_map(|(b, _)| b.iter().copied())
+                .collect();
+            // Tiny chunks put the speculative paths to work: chunks with no block, false finds,
+            // pieces that run past the chunks after them.
+            for (threads, chunk) in [(1, CHUNK), (3, CHUNK), (8, CHUNK), (3, 300), (2, 5000)] {
+                let (out, _) = read_chunked(&f, threads, chunk).unwrap();
+                assert!(
+                    out == want,
+                    "{what}, {threads} threads, chunks of {chunk} bytes"
+                );
+            }
+        }
+    }
+
+    /// The inflate alone, for the README's figures: `GZ=file.gz T=threads [C=chunk KB] cargo
+    /// test --release -p llmprof-ingest inflate_rate -- --ignored --nocapture`; `T=0` is
+    /// `flate2` alone.
+    #[test]
+    #[ignore]
+    fn inflate_rate() {
+        let path = std::env::var("GZ").expect("GZ: a .gz file");
+        let threads: usize = std::env::var("T").map_or(0, |t| t.parse().expect("T: a number"));
+        let chunk = std::env::var("C").map_or(CHUNK, |c| c.parse::<u64>().expect("C: KB") << 10);
+        let file = File::open(&path).unwrap();
+        let start = std::time::Instant::now();
+        let mut r = if threads == 0 {
+            flate2_reader(file)
+        } else {
+            Box::new(ParallelGunzip::new(file, threads, chunk).unwrap())
+        };
+        let n = io::copy(&mut r, &mut io::sink()).unwrap();
+        eprintln!("{n} bytes in {:.3} s", start.elapsed().as_secs_f64());
+    }
+
+    #[test]
+    fn the_workers_chunks_are_taken_and_nothing_is_handed_over() {
+        let text = trace_text(200_000);
+        // zlib-ng's level 1 writes fixed-code blocks, which cannot be found: levels 6 and 9.
+        for level in [6, 9] {
+            let f = gzip_file(&[(&text, level)]);
+            let size = std::fs::metadata(f.path()).unwrap().len();
+            let (out, counts) = read_counted(&f, 4).unwrap();
+            assert!(out == text);
+            let chunks = size.div_ceil(CHUNK) as usize;
+            // Only a chunk where no block starts (or a block found falsely) is done again.
+            assert!(
+                !counts.handed_over && counts.parallel + 1 >= chunks,
+                "level {level}: {counts:?} of {chunks}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_damaged_stream_fails_as_flate2_fails() {
+        let text = trace_text(60_000);
+        let f = gzip_file(&[(&text, 6)]);
+        let good = std::fs::read(f.path()).unwrap();
+        let damaged = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut bytes = good.clone();
+            edit(&mut bytes);
+            let g = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(g.path(), &bytes).unwrap();
+            g
+        };
+        let cases: Vec<(&str, tempfile::NamedTempFile)> = vec![
+            ("cut in half", damaged(&|b| b.truncate(b.len() / 2))),
+            (
+                "cut before the trailer",
+                damaged(&|b| b.truncate(b.len() - 8)),
+            ),
+            (
+                "a flipped byte",
+                damaged(&|b| {
+                    let m = b.len() / 3;
+                    b[m] ^= 0x10
+                }),
+            ),
+            (
+                "a wrong CRC",
+                damaged(&|b| {
+                    let n = b.len();
+                    b[n - 8] ^= 1
+                }),
+            ),
+            (
+                "a wrong length",
+                damaged(&|b| {
+                    let n = b.len();
+                    b[n - 1] ^= 1
+                }),
+            ),
+            // The fuzzer's first finding: a reserved flag, which flate2 refuses, was ignored.
+            ("a reserved header flag", damaged(&|b| b[3] |= 0x20)),
+            ("a header CRC flag", damaged(&|b| b[3] |= 0x02)),
+        ];
+        for (what, g) in cases {
+            for chunk in [CHUNK, 1000] {
+                let (ours, theirs) = inflate_both_ways(g.path(), 4, chunk);
+                assert!(theirs.is_err(), "{what}");
+                assert!(
+                    ours == theirs,
+                    "{what}: {:?} against {:?}",
+                    ours.map(|v| v.len()),
+                    theirs.map(|v| v.len())
+                );
+            }
+        }
+    }
+}

@@ -114,5 +114,21 @@ if os.path.isfile(LLMPROF):
         for tok in ["null", "true", "false", "-1", "18446744073709551615", "1e308", "[]", "{}"]:
             d.write(json.dumps(tok) + "\n")
 
-for kind in ("kineto", "ncu", "model_config", "target_toml", "viewer"):
+# corpus/gunzip: a mode byte and a pick byte (fuzz_targets/gunzip.rs), then slices of the H200
+# trace's JSON: gzipped by the target at levels 1, 6 and 9 (also with a byte flipped), raw
+# deflate streams of them, and whole gzip files (one member and two).
+import zlib
+
+text = gzip.open(f"{FIX}/h200-qwen2-0.5b/kineto_trace.json.gz").read()
+for k, at in enumerate(range(0, len(text), len(text) // 6)):
+    part = text[at : at + 4000]
+    level = [1, 6, 9][k % 3]
+    put("gunzip", bytes([1 + 4 * k, level]) + part)
+    put("gunzip", bytes([2 + 4 * k, 37 * k + 11]) + part)
+    raw = zlib.compressobj(level, zlib.DEFLATED, -15)
+    put("gunzip", bytes([3 + 4 * k, 0]) + raw.compress(part) + raw.flush())
+    whole = gzip.compress(part, level) + (gzip.compress(part[:500]) if k % 2 else b"")
+    put("gunzip", bytes([4 * k, 0]) + whole)
+
+for kind in ("kineto", "ncu", "model_config", "target_toml", "viewer", "gunzip"):
     print(kind, len(os.listdir(f"corpus/{kind}")) if os.path.isdir(f"corpus/{kind}") else 0)

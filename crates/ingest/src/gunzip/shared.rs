@@ -13,9 +13,6 @@ use super::decode::{Bad, Inflater, Stop, Symbols};
 /// first block less often, and hold more memory.
 pub(super) const CHUNK: u64 = 64 << 10;
 
-/// Compressed bytes read past a chunk's end at first: the last block usually ends within it.
-const MARGIN: u64 = 64 << 10;
-
 /// How far past a chunk's end a worker reads before giving the chunk up.
 const MAX_MARGIN: u64 = 16 << 20;
 
@@ -191,15 +188,17 @@ impl Shared {
         data: &mut Vec<u8>,
     ) -> Option<Piece> {
         let from = start / 8;
-        let mut margin = MARGIN;
+        let base = from * 8;
+        let stop_at = stop.saturating_sub(base);
+        let mut at = start - base;
+        // Read past the chunk's end: a chunk's worth at first, where the last block usually
+        // ends; more while a block runs past it.
+        let mut margin = self.chunk;
         loop {
             let to = (stop.min(self.size * 8).div_ceil(8) + margin).min(self.size);
             self.read_into(from, to.saturating_sub(from), data)?;
             let data = &data[..];
             let whole = to >= self.size;
-            let base = from * 8;
-            let mut at = start - base;
-            let stop_at = stop.saturating_sub(base);
             loop {
                 if find {
                     let end = stop_at.min(data.len() as u64 * 8);
@@ -216,6 +215,7 @@ impl Shared {
                             symbols,
                         })
                     }
+                    // The same start again, with more of the file.
                     Err(Bad::Truncated) if !whole => break,
                     // A false find: the next one.
                     Err(_) if find => at += 1,

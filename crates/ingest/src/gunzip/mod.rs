@@ -45,6 +45,11 @@ const MIN_INFLATED: u64 = 900 << 20;
 const MIN_CORES: usize = 8;
 const MAX_WORKERS: usize = 8;
 
+/// Pieces the reader inflates itself before it judges the workers: when they made fewer
+/// pieces than it did (a stream of fixed-code blocks, which cannot be found), `flate2` alone
+/// is faster.
+const JUDGE_AFTER: usize = 4;
+
 /// Pieces accepted ahead of the one read, being translated.
 const ACCEPT_AHEAD: u64 = 3;
 
@@ -258,6 +263,9 @@ impl ParallelGunzip {
             }
             other => {
                 self.counts.serial += 1;
+                if self.counts.serial >= JUDGE_AFTER && self.counts.serial > self.counts.parallel {
+                    return Err(HandOver);
+                }
                 let spare = other.map(|p| p.symbols).unwrap_or_default();
                 let end = shared.chunk_end(i);
                 shared
@@ -529,6 +537,16 @@ mod tests {
         };
         let n = io::copy(&mut r, &mut io::sink()).unwrap();
         eprintln!("{n} bytes in {:.3} s", start.elapsed().as_secs_f64());
+    }
+
+    #[test]
+    fn a_stream_of_fixed_code_blocks_goes_to_flate2() {
+        // zlib-rs's level 1 writes long blocks of the fixed code, which no worker can find.
+        let text = trace_text(200_000);
+        let f = gzip_file(&[(&text, 1)]);
+        let (out, counts) = read_counted(&f, 4).unwrap();
+        assert!(out == text);
+        assert!(counts.handed_over, "{counts:?}");
     }
 
     #[test]

@@ -16,11 +16,13 @@ pub(super) const CHUNK: u64 = 64 << 10;
 /// How far past a chunk's end a worker reads before giving the chunk up.
 const MAX_MARGIN: u64 = 16 << 20;
 
-/// A chunk inflating to more than this is inflated again by the reader, in pieces.
-const FULL: usize = 16 << 20;
+/// A chunk inflating to more symbols than this (4 MB of them; a chunk of JSON makes 1–2 MB)
+/// is inflated on by the reader, in pieces of this size.
+const FULL: usize = 2 << 20;
 
-/// The most symbols a block may bring past [`FULL`] before the parallel reader gives up.
-const LIMIT: usize = 64 << 20;
+/// The most symbols a block may bring past [`FULL`] (JSON's blocks make well under 1 MB): a
+/// longer one fails the chunk, and the reader hands such a stream to `flate2`.
+const LIMIT: usize = 2 << 20;
 
 /// A byte for each 16-bit symbol: itself below 256, the window's byte for a marker.
 pub(super) type ByteTable = Box<[u8; 1 << 16]>;

@@ -15,7 +15,7 @@
 //!
 //! At the end the CRC-32 and length in the gzip trailer are checked. Anything this reader does
 //! not handle (a file of several gzip members, a corrupt or truncated stream, a block of
-//! huge output) hands over to `flate2`'s streaming decoder, which inflates the file again from
+//! huge output, a stream whose blocks the workers cannot find) hands over to `flate2`'s streaming decoder, which inflates the file again from
 //! the start, skips the bytes already delivered, and goes on or reports the error in its own
 //! words. The bytes delivered are the same either way.
 

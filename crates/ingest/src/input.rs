@@ -3,7 +3,7 @@
 //! JSON parser can borrow strings instead of copying them.
 
 use std::fs::File;
-use std::io::{Read, Seek};
+use std::io::Read;
 use std::ops::Deref;
 use std::path::Path;
 
@@ -65,16 +65,20 @@ pub fn is_gzip(path: &Path) -> bool {
 /// less than the compressed size (wrapped past 4 GiB, or several members). An estimate for
 /// sizing buffers, never trusted otherwise.
 pub fn gzip_inflated_size(path: &Path) -> Option<u64> {
-    let mut file = File::open(path).ok()?;
+    gzip_stated_size(&File::open(path).ok()?)
+}
+
+/// [`gzip_inflated_size`] of an open file, read without moving its cursor.
+pub(crate) fn gzip_stated_size(file: &File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
     let len = file.metadata().ok()?.len();
     let mut magic = [0u8; 2];
-    file.read_exact(&mut magic).ok()?;
+    file.read_exact_at(&mut magic, 0).ok()?;
     if magic != GZIP_MAGIC || len < 18 {
         return None;
     }
     let mut isize = [0u8; 4];
-    file.seek(std::io::SeekFrom::Start(len - 4)).ok()?;
-    file.read_exact(&mut isize).ok()?;
+    file.read_exact_at(&mut isize, len - 4).ok()?;
     let size = u64::from(u32::from_le_bytes(isize));
     (size >= len).then_some(size)
 }

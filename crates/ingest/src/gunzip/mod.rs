@@ -62,18 +62,12 @@ pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
     flate2_reader(file)
 }
 
-/// What `file` inflates to, about: its trailer's size field (modulo 4 GiB), or ten times its
-/// size when the field is smaller than the file (wrapped past 4 GiB, or several members).
+/// What `file` inflates to, about: its trailer's size field, or ten times its size when
+/// that field cannot be read or is smaller than the file (wrapped past 4 GiB, or several
+/// members).
 fn inflated_estimate(file: &File) -> Option<u64> {
     let size = file.metadata().ok()?.len();
-    let mut field = [0u8; 4];
-    file.read_exact_at(&mut field, size.checked_sub(4)?).ok()?;
-    let stated = u64::from(u32::from_le_bytes(field));
-    Some(if stated >= size {
-        stated
-    } else {
-        size.saturating_mul(10)
-    })
+    Some(crate::input::gzip_stated_size(file).unwrap_or(size.saturating_mul(10)))
 }
 
 /// The parallel reader, or `flate2`'s for a header it does not handle.

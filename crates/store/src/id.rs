@@ -32,13 +32,26 @@ fn slug_source(bundle: &Bundle) -> String {
         .clone()
         .or_else(|| bundle.model.as_ref().and_then(|m| m.model_type.clone()))
         .or_else(|| {
-            bundle.inputs.first().and_then(|i| {
-                Path::new(&i.path)
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-            })
+            bundle
+                .inputs
+                .first()
+                .and_then(|i| name_stem(Path::new(&i.path)))
         })
         .unwrap_or_else(|| "run".into())
+}
+
+/// A file's name without its extension; a compressed file's without both of them
+/// (`trace.json.gz` → `trace`).
+fn name_stem(path: &Path) -> Option<String> {
+    let compressed = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+    let name = if compressed {
+        Path::new(path.file_stem()?)
+    } else {
+        path
+    };
+    name.file_stem().map(|s| s.to_string_lossy().into_owned())
 }
 
 /// `2026-11-21T23:56:36Z` → `20261121-235636`.
@@ -68,6 +81,19 @@ pub fn slugify(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compressed_input_is_named_without_both_extensions() {
+        for (path, stem) in [
+            ("runs/trace.json.gz", "trace"),
+            ("trace.json", "trace"),
+            ("/x/nsys_export.sqlite.GZ", "nsys_export"),
+            ("profile.gz", "profile"),
+            ("rank.0.json", "rank.0"),
+        ] {
+            assert_eq!(name_stem(Path::new(path)).as_deref(), Some(stem), "{path}");
+        }
+    }
 
     #[test]
     fn slugs_are_safe_directory_names() {

@@ -60,15 +60,19 @@ pub fn is_gzip(path: &Path) -> bool {
         && magic == GZIP_MAGIC
 }
 
-/// What `path`, gzip-compressed, says it inflates to: its trailer's size field (the inflated
-/// size modulo 4 GiB, of its last member), `None` when the file is not gzip or the field is
-/// less than the compressed size (wrapped past 4 GiB, or several members). An estimate for
-/// sizing buffers, never trusted otherwise.
+/// What `path`, gzip-compressed, inflates to, as its trailer says: see [`gzip_stated_size`].
+/// An estimate for sizing buffers and choosing how to inflate, never trusted otherwise.
 pub fn gzip_inflated_size(path: &Path) -> Option<u64> {
     gzip_stated_size(&File::open(path).ok()?)
 }
 
 /// [`gzip_inflated_size`] of an open file, read without moving its cursor.
+///
+/// The trailer's size field is the inflated size modulo 4 GiB (of the last member). Of the
+/// sizes it may stand for, the estimate is the smallest that is at least [`MIN_RATIO`] times
+/// the compressed size: a 5 GB trace gzipped to 540 MB states 674 MB, and means 674 MB +
+/// 4 GiB. `None` when no size up to [`MAX_INFLATE_RATIO`] times the compressed one fits (a
+/// field that is not a size: forged, or of several members), or the file is not gzip.
 pub(crate) fn gzip_stated_size(file: &File) -> Option<u64> {
     use std::os::unix::fs::FileExt;
     let len = file.metadata().ok()?.len();
@@ -77,11 +81,20 @@ pub(crate) fn gzip_stated_size(file: &File) -> Option<u64> {
     if magic != GZIP_MAGIC || len < 18 {
         return None;
     }
-    let mut isize = [0u8; 4];
-    file.read_exact_at(&mut isize, len - 4).ok()?;
-    let size = u64::from(u32::from_le_bytes(isize));
-    (size >= len).then_some(size)
+    let mut field = [0u8; 4];
+    file.read_exact_at(&mut field, len - 4).ok()?;
+    let stated = u64::from(u32::from_le_bytes(field));
+    let plausible = len.saturating_mul(MIN_RATIO)..=len.saturating_mul(MAX_INFLATE_RATIO);
+    let wraps = len
+        .saturating_mul(MIN_RATIO)
+        .saturating_sub(stated)
+        .div_ceil(1 << 32);
+    let size = stated.checked_add(wraps.checked_mul(1 << 32)?)?;
+    plausible.contains(&size).then_some(size)
 }
+
+/// Profiler JSON and SQLite inflate to at least twice their gzip size (5–30× in practice).
+const MIN_RATIO: u64 = 2;
 
 /// Most a gzip input may inflate to, per compressed byte: profiler JSON and SQLite compress
 /// 5–30×, a gzip bomb a thousandfold.
@@ -319,11 +332,32 @@ mod tests {
             gzip_inflated_size(file(&gz).path()),
             Some(text.len() as u64)
         );
-        // A size field smaller than the file (wrapped past 4 GiB, or forged) is no estimate.
+        // A size field smaller than twice the file, where no wrap past 4 GiB can explain it
+        // (a small file, forged or of several members), is no estimate.
         let mut forged = gz.clone();
         let n = forged.len();
         forged[n - 4..].copy_from_slice(&7u32.to_le_bytes());
         assert_eq!(gzip_inflated_size(file(&forged).path()), None);
+        // A large file's field wrapped past 4 GiB: 674 MB stated, 540 MB compressed, read as
+        // the 4.97 GB it was (sparse files: only the header and the trailer are read).
+        let wrapped = |compressed: u64, stated: u32| {
+            let f = file(&gz[..10]);
+            f.as_file().set_len(compressed).unwrap();
+            use std::os::unix::fs::FileExt;
+            f.as_file()
+                .write_all_at(&stated.to_le_bytes(), compressed - 4)
+                .unwrap();
+            gzip_inflated_size(f.path())
+        };
+        assert_eq!(wrapped(539_771_710, 674_384_416), Some(4_969_351_712));
+        assert_eq!(wrapped(107_766_347, 989_440_024), Some(989_440_024));
+        // Where several sizes fit (9 GB in 1 GiB: 410 MB stated, 4.7 or 9 GB meant), the
+        // smallest: an estimate, not a fact.
+        let nine = 9_000_000_000u64;
+        let stated = nine % (1 << 32);
+        assert_eq!(wrapped(1 << 30, stated as u32), Some(stated + (1 << 32)));
+        // Past any ratio deflate is used for here: none.
+        assert_eq!(wrapped(40 << 20, 7), None);
         // Not gzip, too short to have a trailer, or missing.
         assert_eq!(gzip_inflated_size(file(&text).path()), None);
         assert_eq!(gzip_inflated_size(file(&gz[..10]).path()), None);

@@ -62,9 +62,8 @@ pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
     flate2_reader(file)
 }
 
-/// What `file` inflates to, about: its trailer's size field, or ten times its size when
-/// that field cannot be read or is smaller than the file (wrapped past 4 GiB, or several
-/// members).
+/// What `file` inflates to, about: what its trailer says (past 4 GiB too, see
+/// [`crate::input::gzip_stated_size`]), or ten times its size when that is no estimate.
 fn inflated_estimate(file: &File) -> Option<u64> {
     let size = file.metadata().ok()?.len();
     Some(crate::input::gzip_stated_size(file).unwrap_or(size.saturating_mul(10)))

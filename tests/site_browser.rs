@@ -267,7 +267,7 @@ fn a_link_shows_two_ranks_side_by_side_on_the_timeline() {
         "file://{}#run={id}/ranks/0&with={id}%2Franks%2F1",
         site.join("timeline.html").display()
     );
-    let (dom, console) = load(&browser, &url, None);
+    let (dom, console) = load_until(&browser, &url, |dom| dom.contains("data-viewer=\"ready\""));
     assert!(console.is_empty(), "{console:#?}");
     assert!(
         dom.contains("data-viewer=\"ready\""),

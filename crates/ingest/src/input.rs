@@ -71,7 +71,7 @@ pub fn gzip_inflated_size(path: &Path) -> Option<u64> {
 /// The trailer's size field is the inflated size modulo 4 GiB (of the last member). Of the
 /// sizes it may stand for, the estimate is the smallest that is at least [`MIN_RATIO`] times
 /// the compressed size: a 5 GB trace gzipped to 540 MB states 674 MB, and means 674 MB +
-/// 4 GiB. `None` when no size up to [`MAX_INFLATE_RATIO`] times the compressed one fits (a
+/// 4 GiB. `None` when no size up to what the file may inflate to ([`inflate_cap`]) fits (a
 /// field that is not a size: forged, or of several members), or the file is not gzip.
 pub(crate) fn gzip_stated_size(file: &File) -> Option<u64> {
     use std::os::unix::fs::FileExt;
@@ -84,7 +84,7 @@ pub(crate) fn gzip_stated_size(file: &File) -> Option<u64> {
     let mut field = [0u8; 4];
     file.read_exact_at(&mut field, len - 4).ok()?;
     let stated = u64::from(u32::from_le_bytes(field));
-    let plausible = len.saturating_mul(MIN_RATIO)..=len.saturating_mul(MAX_INFLATE_RATIO);
+    let plausible = len.saturating_mul(MIN_RATIO)..=cap_for(len);
     let wraps = len
         .saturating_mul(MIN_RATIO)
         .saturating_sub(stated)
@@ -106,7 +106,11 @@ pub const MIN_INFLATE_CAP: u64 = 256 << 20;
 /// How much `path`, gzip-compressed, may inflate to: [`MAX_INFLATE_RATIO`] × its size, at
 /// least [`MIN_INFLATE_CAP`].
 fn inflate_cap(path: &Path) -> u64 {
-    let compressed = std::fs::metadata(path).map_or(0, |m| m.len());
+    cap_for(std::fs::metadata(path).map_or(0, |m| m.len()))
+}
+
+/// [`inflate_cap`] for a file of `compressed` bytes.
+fn cap_for(compressed: u64) -> u64 {
     compressed
         .saturating_mul(MAX_INFLATE_RATIO)
         .max(MIN_INFLATE_CAP)
@@ -356,8 +360,10 @@ mod tests {
         let nine = 9_000_000_000u64;
         let stated = nine % (1 << 32);
         assert_eq!(wrapped(1 << 30, stated as u32), Some(stated + (1 << 32)));
-        // Past any ratio deflate is used for here: none.
+        // Past what the file may inflate to: none.
         assert_eq!(wrapped(40 << 20, 7), None);
+        // A small, very repetitive trace, within the inflate cap: believed.
+        assert_eq!(wrapped(1 << 20, 200 << 20), Some(200 << 20));
         // Not gzip, too short to have a trailer, or missing.
         assert_eq!(gzip_inflated_size(file(&text).path()), None);
         assert_eq!(gzip_inflated_size(file(&gz[..10]).path()), None);

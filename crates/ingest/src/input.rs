@@ -84,13 +84,10 @@ pub(crate) fn gzip_stated_size(file: &File) -> Option<u64> {
     let mut field = [0u8; 4];
     file.read_exact_at(&mut field, len - 4).ok()?;
     let stated = u64::from(u32::from_le_bytes(field));
-    let plausible = len.saturating_mul(MIN_RATIO)..=cap_for(len);
-    let wraps = len
-        .saturating_mul(MIN_RATIO)
-        .saturating_sub(stated)
-        .div_ceil(1 << 32);
+    let least = len.saturating_mul(MIN_RATIO);
+    let wraps = least.saturating_sub(stated).div_ceil(1 << 32);
     let size = stated.checked_add(wraps.checked_mul(1 << 32)?)?;
-    plausible.contains(&size).then_some(size)
+    (least..=cap_for(len)).contains(&size).then_some(size)
 }
 
 /// Profiler JSON and SQLite inflate to at least twice their gzip size (5–30× in practice).

@@ -13,6 +13,8 @@
 //!   reading (the decoder on arbitrary bits).
 #![no_main]
 
+mod scratch;
+
 use std::io::{Read, Write};
 
 use libfuzzer_sys::fuzz_target;
@@ -24,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(bytes) = gzip_file(mode % 4, *pick, rest) else {
         return;
     };
-    let Ok(file) = tempfile::Builder::new().suffix(".gz").tempfile_in(dir()) else {
+    let Ok(file) = tempfile::Builder::new().suffix(".gz").tempfile_in(scratch::dir()) else {
         return;
     };
     if std::fs::write(file.path(), &bytes).is_err() {
@@ -68,14 +70,5 @@ fn gzip_file(how: u8, pick: u8, rest: &[u8]) -> Option<Vec<u8>> {
             bytes.extend_from_slice(&(out.len() as u32).to_le_bytes());
             Some(bytes)
         }
-    }
-}
-
-/// Files live in memory when /dev/shm exists.
-fn dir() -> &'static str {
-    if std::path::Path::new("/dev/shm").is_dir() {
-        "/dev/shm"
-    } else {
-        "/tmp"
     }
 }

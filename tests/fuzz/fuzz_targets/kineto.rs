@@ -7,10 +7,12 @@
 //! did plain, whole and in pieces: the inflating thread's buffer exchange under the fuzzer.
 #![no_main]
 
+mod scratch;
+
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(file) = tempfile::Builder::new().suffix(".json").tempfile_in(dir()) else {
+    let Ok(file) = tempfile::Builder::new().suffix(".json").tempfile_in(scratch::dir()) else {
         return;
     };
     if std::fs::write(file.path(), data).is_err() {
@@ -44,19 +46,10 @@ fn gzipped(data: &[u8]) -> Option<tempfile::NamedTempFile> {
     use std::io::Write;
     let file = tempfile::Builder::new()
         .suffix(".json.gz")
-        .tempfile_in(dir())
+        .tempfile_in(scratch::dir())
         .ok()?;
     let mut gz = flate2::write::GzEncoder::new(file.as_file(), flate2::Compression::fast());
     gz.write_all(data).ok()?;
     gz.finish().ok()?;
     Some(file)
-}
-
-/// Files live in memory when /dev/shm exists.
-fn dir() -> &'static str {
-    if std::path::Path::new("/dev/shm").is_dir() {
-        "/dev/shm"
-    } else {
-        "/tmp"
-    }
 }

@@ -8,6 +8,7 @@
 #![no_main]
 
 mod nsys_tables;
+mod scratch;
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
@@ -100,7 +101,7 @@ fn base_value(v: &V) -> Value {
 }
 
 fuzz_target!(|input: Input| {
-    let Ok(file) = tempfile::Builder::new().suffix(".sqlite").tempfile_in(dir()) else {
+    let Ok(file) = tempfile::Builder::new().suffix(".sqlite").tempfile_in(scratch::dir()) else {
         return;
     };
     let Ok(conn) = Connection::open(file.path()) else {
@@ -176,13 +177,4 @@ fn build(conn: &Connection, input: &Input) -> rusqlite::Result<()> {
         }
     }
     conn.execute_batch("COMMIT;")
-}
-
-/// Files live in memory when /dev/shm exists.
-fn dir() -> &'static str {
-    if std::path::Path::new("/dev/shm").is_dir() {
-        "/dev/shm"
-    } else {
-        "/tmp"
-    }
 }

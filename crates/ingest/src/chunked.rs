@@ -12,19 +12,26 @@
 //!
 //! Each worker also digests its piece's elements into the parser's `Piece` (for kineto: compact
 //! records with names numbered within the piece), so the work left to the calling thread is
-//! only merging pieces. Pieces reach the caller's sink in file order, one window at a time:
-//! nothing borrows from a window once it is left, so memory is bounded by the window and the
-//! pieces' digests, not by the file.
+//! only merging pieces, which reach the caller's sink in file order.
+//!
+//! The array is read one segment of the input at a time (a window's worth, shared by
+//! reference count with the workers). The workers live as long as the array: while the sink
+//! takes the last pieces of one segment, they parse the next segment's, so a segment's end is
+//! no barrier. The element cut by a segment's end is read on the calling thread from a seam
+//! buffer: the cut bytes, then the next segment's bytes up to its first piece. Nothing borrows
+//! from a segment once it is read, so memory is bounded by the two segments held (the one
+//! read and the next) and the pieces' digests, not by the file.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Condvar, Mutex};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use serde::de::{DeserializeSeed, IgnoredAny};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::IngestError;
-use crate::input::InputWindow;
+use crate::input::{InputWindow, Segment};
 
 /// How the elements of the array are parsed, and what a piece of them becomes.
 pub(crate) trait ElementParser: Sync {
@@ -239,11 +246,29 @@ fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
 }
 
 fn json(win: &InputWindow, pos: usize, error: serde_json::Error) -> ChunkError {
-    let offset = win.base() + pos as u64 + error_offset(&win.bytes()[pos..], &error) as u64;
+    json_in(win.base(), win.bytes(), pos, error)
+}
+
+/// The error met parsing `bytes[pos..]`, where `bytes[0]` is at input offset `base`.
+fn json_in(base: u64, bytes: &[u8], pos: usize, error: serde_json::Error) -> ChunkError {
+    let offset = base + pos as u64 + error_offset(&bytes[pos..], &error) as u64;
     if error.classify() == serde_json::error::Category::Eof {
         return ChunkError::Eof { offset };
     }
     ChunkError::Json { offset, error }
+}
+
+fn shape_in(base: u64, pos: usize) -> ChunkError {
+    ChunkError::Shape {
+        offset: base + pos as u64,
+        what: "`,` or `]` after an array element",
+    }
+}
+
+fn eof_in(base: u64, pos: usize) -> ChunkError {
+    ChunkError::Eof {
+        offset: base + pos as u64,
+    }
 }
 
 fn shape(win: &InputWindow, pos: usize, what: &'static str) -> ChunkError {
@@ -296,103 +321,344 @@ fn read_array<P: ElementParser>(
     if win.bytes().get(pos) == Some(&b']') {
         return Ok(pos + 1);
     }
-    let mut window = chunking.window;
+    let (seg, at) = win.take(pos);
+    let workers = chunking.workers.max(1);
+    let piece = if workers == 1 {
+        usize::MAX
+    } else {
+        chunking.piece
+    };
+    let gate = Gate::new(2 * workers);
+    let cancel = AtomicBool::new(false);
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let job_rx = Mutex::new(job_rx);
+    let end = std::thread::scope(|s| {
+        let (done_tx, done_rx) = mpsc::channel();
+        if workers > 1 {
+            for _ in 0..workers {
+                let (jobs, done, gate, cancel) = (&job_rx, done_tx.clone(), &gate, &cancel);
+                s.spawn(move || work(parser, jobs, &done, gate, cancel));
+            }
+        }
+        drop(done_tx);
+        let mut reader = ArrayReader {
+            win,
+            parser,
+            piece,
+            jobs: (workers > 1).then_some(job_tx),
+            done: done_rx,
+            arrived: BTreeMap::new(),
+            gate: &gate,
+            plans: VecDeque::new(),
+            next_seq: 0,
+            ended: false,
+        };
+        let end = reader.run(seg, at, sink);
+        // Whatever happened, the workers stop: queued pieces are dropped unparsed.
+        cancel.store(true, Ordering::Relaxed);
+        gate.open_to(usize::MAX);
+        reader.jobs = None;
+        end.map(|(seg, at)| (seg, at, reader.unread()))
+    });
+    let (seg, at, after) = end?;
+    win.resume(seg, at, after.into_iter());
+    Ok(0)
+}
+
+/// A piece to parse: `seg.bytes()[start..]`, up to the first element at or after `stop`.
+struct Job {
+    seq: usize,
+    seg: Arc<Segment>,
+    start: usize,
+    stop: usize,
+}
+
+/// A worker: parses the pieces it is given, in the order given, as the gate lets it.
+fn work<P: ElementParser>(
+    parser: &P,
+    jobs: &Mutex<mpsc::Receiver<Job>>,
+    done: &mpsc::Sender<(usize, Piece<P::Piece>)>,
+    gate: &Gate,
+    cancel: &AtomicBool,
+) {
     loop {
-        // `pos` is a verified element start in this window.
-        let end = read_window(win.bytes(), win.at_end(), pos, chunking, parser, sink);
-        match end {
-            PieceEnd::ArrayEnd(p) => return Ok(p),
-            PieceEnd::Cut(p) => {
-                // No element fits: grow the window (an element larger than it); once past
-                // it, the window is back to its size.
-                window = if p == 0 {
-                    window.saturating_mul(2)
-                } else {
-                    chunking.window
-                };
-                win.advance(p, window).map_err(ChunkError::Input)?;
-                pos = 0;
-            }
-            PieceEnd::Failed(p, e) => return Err(json(win, p, e)),
-            PieceEnd::NoSeparator(p) => {
-                return Err(shape(win, p, "`,` or `]` after an array element"))
-            }
-            PieceEnd::Stop(p) => {
-                // Only a piece with a stop inside the window ends so; the last never does.
-                window = chunking.window;
-                win.advance(p, window).map_err(ChunkError::Input)?;
-                pos = 0;
-            }
+        let job = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+            Ok(job) => job,
+            Err(_) => return,
+        };
+        if !gate.wait_for(job.seq, cancel) {
+            return;
+        }
+        let bytes = job.seg.bytes();
+        let piece = parse_piece(parser, bytes, job.start, job.stop, job.seg.is_last());
+        drop(job.seg);
+        if done.send((job.seq, piece)).is_err() {
+            return;
         }
     }
 }
 
-/// Parses the elements of one window from `start`, in parallel pieces, feeding `sink` in
-/// order; returns how the last piece used ended.
-fn read_window<P: ElementParser>(
-    bytes: &[u8],
-    last_window: bool,
-    start: usize,
-    chunking: Chunking,
-    parser: &P,
-    sink: &mut impl FnMut(P::Piece),
-) -> PieceEnd {
-    let starts = candidate_starts(bytes, start, chunking.piece);
-    let stop_of = |i: usize| starts.get(i + 1).copied().unwrap_or(usize::MAX);
-    let workers = chunking.workers.clamp(1, starts.len());
-    if workers == 1 {
-        let piece = parse_piece(parser, bytes, start, usize::MAX, last_window);
-        sink(piece.digest);
-        return piece.end;
+/// A segment of the array and the pieces it was cut into: piece `i` starts at `starts[i]`
+/// and has the number `first + i` in the order the sink takes them.
+struct Plan {
+    seg: Arc<Segment>,
+    /// Where the segment's unread bytes start.
+    at: usize,
+    starts: Vec<usize>,
+    first: usize,
+}
+
+impl Plan {
+    fn stop_of(&self, i: usize) -> usize {
+        self.starts.get(i + 1).copied().unwrap_or(usize::MAX)
     }
-    let next = AtomicUsize::new(0);
-    let cancel = AtomicBool::new(false);
-    let gate = Gate::new(2 * workers);
-    std::thread::scope(|s| {
-        let (tx, rx) = mpsc::channel::<(usize, Piece<P::Piece>)>();
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let (next, cancel, starts, gate) = (&next, &cancel, &starts, &gate);
-            s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= starts.len() || !gate.wait_for(i, cancel) {
-                    return;
-                }
-                let piece = parse_piece(parser, bytes, starts[i], stop_of(i), last_window);
-                if tx.send((i, piece)).is_err() {
-                    return;
-                }
-            });
-        }
-        drop(tx);
-        let mut done: Vec<Option<Piece<_>>> = (0..starts.len()).map(|_| None).collect();
-        let mut verified = start;
-        for i in 0..starts.len() {
-            while done[i].is_none() {
-                match rx.recv() {
-                    Ok((j, piece)) => done[j] = Some(piece),
-                    Err(_) => break,
-                }
+}
+
+/// Bytes cut by a segment's end: an element's start (or only whitespace), to be read with the
+/// bytes of the segments after it. `base` is the input offset of `bytes[0]`.
+struct Seam {
+    bytes: Vec<u8>,
+    base: u64,
+}
+
+/// Reads the array segment after segment, keeping the workers fed: while the sink takes the
+/// pieces of one segment, the workers already parse the next one's, so no segment ends with
+/// all but one worker idle.
+struct ArrayReader<'w, 'p, P: ElementParser> {
+    win: &'w mut InputWindow,
+    parser: &'p P,
+    piece: usize,
+    /// Where pieces go to be parsed; `None` on one worker (pieces parsed here).
+    jobs: Option<mpsc::Sender<Job>>,
+    done: mpsc::Receiver<(usize, Piece<P::Piece>)>,
+    /// Parsed pieces that arrived before the sink wanted them.
+    arrived: BTreeMap<usize, Piece<P::Piece>>,
+    gate: &'p Gate,
+    /// The segment being read, then the one the workers have started on.
+    plans: VecDeque<Plan>,
+    next_seq: usize,
+    /// The input's last segment is planned.
+    ended: bool,
+}
+
+/// Where the array's `]` was: the index after it in a segment.
+type ArrayEnd = (Arc<Segment>, usize);
+
+impl<P: ElementParser> ArrayReader<'_, '_, P> {
+    /// Reads the array from the element at `seg.bytes()[at]` to its end.
+    fn run(
+        &mut self,
+        seg: Arc<Segment>,
+        at: usize,
+        sink: &mut impl FnMut(P::Piece),
+    ) -> Result<ArrayEnd, ChunkError> {
+        let mut starts = vec![at];
+        starts.extend(candidate_starts(
+            seg.bytes(),
+            at.saturating_add(self.piece),
+            self.piece,
+        ));
+        self.plan(seg, at, starts);
+        let mut verified = at;
+        loop {
+            self.look_ahead()?;
+            let seam = match self.read_pieces(verified, sink)? {
+                Ok(end) => return Ok(end),
+                Err(seam) => seam,
+            };
+            self.finish_front();
+            match self.read_seam(seam, sink)? {
+                Ok(end) => return Ok(end),
+                Err(v) => verified = v,
             }
-            let piece = match done[i].take() {
+        }
+    }
+
+    /// Plans the pieces of `seg` and hands them to the workers.
+    fn plan(&mut self, seg: Arc<Segment>, at: usize, starts: Vec<usize>) {
+        self.ended = seg.is_last();
+        let first = self.next_seq;
+        self.next_seq += starts.len();
+        if let Some(jobs) = &self.jobs {
+            for (i, &start) in starts.iter().enumerate() {
+                let stop = starts.get(i + 1).copied().unwrap_or(usize::MAX);
+                let (seq, seg) = (first + i, seg.clone());
+                let _ = jobs.send(Job {
+                    seq,
+                    seg,
+                    start,
+                    stop,
+                });
+            }
+        }
+        self.plans.push_back(Plan {
+            seg,
+            at,
+            starts,
+            first,
+        });
+    }
+
+    /// Makes sure the segment after the one being read is planned, unless it is the last.
+    fn look_ahead(&mut self) -> Result<(), ChunkError> {
+        while self.plans.len() < 2 && !self.ended {
+            let (seg, at) = self.win.next_segment().map_err(ChunkError::Input)?;
+            let starts = candidate_starts(seg.bytes(), at, self.piece);
+            self.plan(seg, at, starts);
+        }
+        Ok(())
+    }
+
+    /// Drops the segment read, letting the workers past its pieces.
+    fn finish_front(&mut self) {
+        if let Some(plan) = self.plans.pop_front() {
+            let next = plan.first + plan.starts.len();
+            self.gate.open_to(next);
+            self.arrived = self.arrived.split_off(&next);
+        }
+    }
+
+    /// The segments planned and not read, for the window to go on with.
+    fn unread(&mut self) -> Vec<(Arc<Segment>, usize)> {
+        self.plans.drain(..).map(|p| (p.seg, p.at)).collect()
+    }
+
+    /// Piece number `seq` as a worker parsed it, if one did.
+    fn parsed(&mut self, seq: usize) -> Option<Piece<P::Piece>> {
+        self.jobs.as_ref()?;
+        while !self.arrived.contains_key(&seq) {
+            let (i, piece) = self.done.recv().ok()?;
+            if i >= seq {
+                self.arrived.insert(i, piece);
+            }
+        }
+        self.arrived.remove(&seq)
+    }
+
+    /// Reads the front segment's pieces from its verified element start `verified`: the
+    /// array's end, or the seam cut by the segment's end.
+    fn read_pieces(
+        &mut self,
+        mut verified: usize,
+        sink: &mut impl FnMut(P::Piece),
+    ) -> Result<Result<ArrayEnd, Seam>, ChunkError> {
+        let Some(plan) = self.plans.front() else {
+            return Err(ChunkError::Shape {
+                offset: 0,
+                what: "an array",
+            });
+        };
+        let (seg, first, n) = (plan.seg.clone(), plan.first, plan.starts.len());
+        let bytes = seg.bytes();
+        for i in 0..n {
+            let stop = self.plans[0].stop_of(i);
+            if stop <= verified {
+                // The verified parse is past this piece already.
+                self.gate.open_to(first + i + 1);
+                continue;
+            }
+            let piece = match self.parsed(first + i) {
                 Some(p) if p.start == verified => p,
                 // A wrong guess (or a lost worker): parse from the verified position here.
-                _ => parse_piece(parser, bytes, verified, stop_of(i), last_window),
+                _ => parse_piece(self.parser, bytes, verified, stop, seg.is_last()),
             };
             sink(piece.digest);
-            gate.open_to(i + 1);
+            self.gate.open_to(first + i + 1);
             match piece.end {
-                PieceEnd::Stop(p) if stop_of(i) != usize::MAX => verified = p,
-                end => {
-                    cancel.store(true, Ordering::Relaxed);
-                    gate.open_to(usize::MAX);
-                    return end;
+                PieceEnd::Stop(p) if stop != usize::MAX => verified = p,
+                PieceEnd::ArrayEnd(p) => {
+                    self.plans.pop_front();
+                    return Ok(Ok((seg, p)));
                 }
+                PieceEnd::Cut(p) | PieceEnd::Stop(p) => {
+                    let seam = Seam {
+                        bytes: bytes[p..].to_vec(),
+                        base: seg.base() + p as u64,
+                    };
+                    return Ok(Err(seam));
+                }
+                PieceEnd::Failed(p, e) => return Err(json_in(seg.base(), bytes, p, e)),
+                PieceEnd::NoSeparator(p) => return Err(shape_in(seg.base(), p)),
             }
         }
-        PieceEnd::Cut(verified)
-    })
+        // No piece: the segment was read by the seam before it.
+        Ok(Err(Seam {
+            bytes: bytes[verified.min(bytes.len())..].to_vec(),
+            base: seg.base() + verified as u64,
+        }))
+    }
+
+    /// Reads the elements that start in `seam`, with as many of the next segments' bytes as
+    /// they need, up to the front segment's first piece: the array's end, or the verified
+    /// element start in the front segment to read its pieces from.
+    fn read_seam(
+        &mut self,
+        mut seam: Seam,
+        sink: &mut impl FnMut(P::Piece),
+    ) -> Result<Result<ArrayEnd, usize>, ChunkError> {
+        loop {
+            self.look_ahead()?;
+            let Some(plan) = self.plans.front() else {
+                return Err(eof_in(seam.base, seam.bytes.len()));
+            };
+            let (seg, at) = (plan.seg.clone(), plan.at);
+            let rest = &seg.bytes()[at..];
+            let first = plan.starts.first().map(|&c| c - at);
+            let mut take = first.map_or(usize::MAX, |c| c.saturating_add(SEAM_SLACK));
+            loop {
+                take = take.min(rest.len());
+                let whole = take == rest.len();
+                let cut = seam.bytes.len();
+                seam.bytes.extend_from_slice(&rest[..take]);
+                let stop = first.map_or(usize::MAX, |c| cut + c);
+                let piece = parse_piece(self.parser, &seam.bytes, 0, stop, whole && seg.is_last());
+                sink(piece.digest);
+                match piece.end {
+                    PieceEnd::Stop(q) => return Ok(Err(at + q - cut)),
+                    PieceEnd::ArrayEnd(q) if q >= cut => {
+                        self.plans.pop_front();
+                        return Ok(Ok((seg, at + q - cut)));
+                    }
+                    PieceEnd::ArrayEnd(q) => {
+                        // The `]` is in the bytes cut before the segment: the window goes on
+                        // from there, then with the segment's bytes not taken.
+                        let bytes = seam.bytes.split_off(q);
+                        let last = whole && seg.is_last();
+                        let held = Segment::owned(seam.base + q as u64, last, bytes);
+                        match self.plans.front_mut() {
+                            Some(front) if !whole => front.at = at + take,
+                            _ => self.finish_front(),
+                        }
+                        return Ok(Ok((Arc::new(held), 0)));
+                    }
+                    PieceEnd::Failed(q, e) => return Err(json_in(seam.base, &seam.bytes, q, e)),
+                    PieceEnd::NoSeparator(q) => return Err(shape_in(seam.base, q)),
+                    // The element at `q` runs past the bytes taken: all of the segment is in
+                    // the seam, so it is carried on to the next segment.
+                    PieceEnd::Cut(q) if whole => {
+                        seam.bytes.drain(..q);
+                        seam.base += q as u64;
+                        break;
+                    }
+                    // It starts in the segment: its pieces are read from there.
+                    PieceEnd::Cut(q) if q >= cut => return Ok(Err(at + q - cut)),
+                    // It starts before the segment: the seam takes more of the segment.
+                    PieceEnd::Cut(q) => {
+                        seam.bytes.truncate(cut);
+                        seam.bytes.drain(..q);
+                        seam.base += q as u64;
+                        take = take.saturating_mul(2).saturating_add(SEAM_SLACK);
+                    }
+                }
+            }
+            self.finish_front();
+        }
+    }
 }
+
+/// Bytes of a segment read by the seam past its first piece's start, so that the seam sees
+/// the element there begin.
+const SEAM_SLACK: usize = 256;
 
 /// Keeps the workers at most `ahead` pieces ahead of the sink, so that the pieces parsed but
 /// not yet taken (their digests: records waiting in memory) stay few when the sink is the
@@ -428,11 +694,10 @@ impl Gate {
     }
 }
 
-/// Guessed element starts from `start`, about `piece` bytes apart: the `{` of a `}` `,` `{`
-/// with only whitespace between.
-fn candidate_starts(bytes: &[u8], start: usize, piece: usize) -> Vec<usize> {
-    let mut starts = vec![start];
-    let mut from = start.saturating_add(piece.max(1));
+/// Guessed element starts at or after `from`, about `piece` bytes apart: the `{` of a `}` `,`
+/// `{` with only whitespace between.
+fn candidate_starts(bytes: &[u8], mut from: usize, piece: usize) -> Vec<usize> {
+    let mut starts = Vec::new();
     while from < bytes.len() {
         let Some(c) = next_candidate(bytes, from) else {
             break;
@@ -645,6 +910,42 @@ mod tests {
                 let (got, doc) = read_all(text, chunking, gzip).unwrap();
                 assert_eq!(got, want, "window {window}");
                 assert_eq!(doc.header[0].1.get(), "-98765.4321e2", "window {window}");
+            }
+        }
+    }
+
+    /// Every window size a short document allows, so that every byte of it, the array's `]`
+    /// and the keys after it included, falls at a segment's end: the elements cut there are
+    /// read through the seam, and an error's offset is the same, whatever the chunking.
+    #[test]
+    fn every_seam_reads_as_the_whole_document_does() {
+        let (text, _) = tricky();
+        let cut = text.find("{\"k\":\n14}").unwrap() + 9;
+        let text = format!(r#"{}], "z": [1, {{"y": "]"}}], "h": 2}}"#, &text[..cut]);
+        let (want, _) = read_all(&text, Chunking::default(), false).unwrap();
+        assert_eq!(want.len(), 12);
+        let bad = text.replacen(
+            r#"{"n": [{"a": 1}, {"b": 6}]"#,
+            r#"{"n": [{"a": 1} {"b": 6}]"#,
+            1,
+        );
+        let whole = |t: &str| offset_of(read_all(t, Chunking::default(), false));
+        let bad_at = whole(&bad);
+        assert_eq!(bad_at.0, "json");
+        for window in (1..text.len() + 8).step_by(3) {
+            for (piece, workers) in [(1, 2), (16, 3), (100, 1), (40, 4)] {
+                let chunking = Chunking {
+                    window,
+                    piece,
+                    workers,
+                };
+                for gzip in [false, true] {
+                    let (got, doc) = read_all(&text, chunking, gzip).unwrap();
+                    assert_eq!(got, want, "{chunking:?} gzip {gzip}");
+                    assert_eq!(doc.header.len(), 2, "{chunking:?} gzip {gzip}");
+                    let at = offset_of(read_all(&bad, chunking, gzip));
+                    assert_eq!(at, bad_at, "{chunking:?} gzip {gzip}");
+                }
             }
         }
     }

@@ -1,30 +1,26 @@
-//! A gzip input inflated on a thread of its own, one window ahead of the parse.
+//! A gzip input inflated on a thread of its own, ahead of the parse.
 //!
-//! Two window-sized buffers go back and forth between the inflating thread and the reader: the
-//! thread fills one while the reader parses the other. The thread inflates straight into the
-//! buffer the reader will parse, after [`HEADROOM`] bytes left free at its front; when the
-//! reader moves on, the unparsed tail of its old window (an element cut by the window's end)
-//! is copied into that headroom, just before the new bytes, and the old buffer goes back to the
-//! thread. Inflated bytes are thus written once and copied only at the cut, and the memory held
-//! is two windows, whatever the input's size. Only a window grown for an element longer than
-//! the headroom is copied whole, into a buffer of the reader's own.
+//! [`BUFFERS`] window-sized buffers go round between the inflating thread and the reader: the
+//! thread fills one while the reader holds the others (the window whose last pieces are being
+//! parsed, and the one after it, which workers have started on). A filled buffer reaches the
+//! reader as an [`Inflated`]; when the last reference to it is dropped, the buffer goes back to
+//! the thread. Inflated bytes are written once and never moved; the element cut by a window's
+//! end is read from a small seam buffer (`chunked.rs`), so the memory held is [`BUFFERS`]
+//! windows, whatever the input's size.
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::ops::Deref;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
-/// Room at a buffer's front for the tail of the window before it: most elements are far
-/// smaller. A longer tail is handled by growing the reader's own buffer instead.
-const HEADROOM: usize = 64 << 10;
-
-/// Buffers the thread allocates: the one being filled and the one being parsed.
-const BUFFERS: usize = 2;
+/// Buffers the thread allocates: the one being filled and two the reader holds.
+pub(crate) const BUFFERS: usize = 3;
 
 /// The largest buffer the thread fills, whatever window is asked for: a longer window is made
-/// of several, in the reader's own buffer.
+/// of several, in a buffer of the reader's own.
 const MAX_WINDOW: usize = 64 << 20;
 
-/// One buffer the thread filled: inflated bytes at `buf[HEADROOM..HEADROOM + len]`.
+/// One buffer the thread filled: inflated bytes at `buf[..len]`.
 #[derive(Debug)]
 struct Filled {
     buf: Vec<u8>,
@@ -33,7 +29,7 @@ struct Filled {
     last: bool,
 }
 
-/// Why the window could not move.
+/// Why the stream could not go on.
 #[derive(Debug)]
 pub(crate) enum InflateError {
     /// The gzip stream is corrupt or the file could not be read.
@@ -42,23 +38,39 @@ pub(crate) enum InflateError {
     Bomb(u64),
 }
 
-/// The window of a gzip input, over the inflating thread's buffers.
+/// Inflated bytes in one of the thread's buffers, which goes back to the thread when dropped.
 #[derive(Debug)]
-pub(crate) struct GzipWindow {
-    filled: Receiver<io::Result<Filled>>,
-    recycle: SyncSender<Vec<u8>>,
-    /// The buffer parsed now; the window is `cur[start..end]`.
-    cur: Vec<u8>,
-    start: usize,
-    end: usize,
-    inflated: u64,
-    cap: u64,
-    at_end: bool,
+pub(crate) struct Inflated {
+    buf: Vec<u8>,
+    len: usize,
+    home: SyncSender<Vec<u8>>,
 }
 
-impl GzipWindow {
-    /// Starts inflating `file`, `window` bytes a buffer and at most `cap + 1` bytes in all. The
-    /// window is empty until the first [`GzipWindow::advance`].
+impl Deref for Inflated {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Drop for Inflated {
+    fn drop(&mut self) {
+        // A closed channel means the thread has ended, and the buffer is simply dropped.
+        let _ = self.home.try_send(std::mem::take(&mut self.buf));
+    }
+}
+
+/// A gzip input as consecutive buffers of inflated bytes, from the inflating thread.
+#[derive(Debug)]
+pub(crate) struct GzipStream {
+    filled: Receiver<io::Result<Filled>>,
+    recycle: SyncSender<Vec<u8>>,
+    inflated: u64,
+    cap: u64,
+}
+
+impl GzipStream {
+    /// Starts inflating `file`, `window` bytes a buffer and at most `cap + 1` bytes in all.
     pub(crate) fn spawn(file: File, cap: u64, window: usize) -> Self {
         let window = window.clamp(1, MAX_WINDOW);
         // The thread hands a filled buffer over only when the reader asks (rendezvous), and
@@ -66,78 +78,35 @@ impl GzipWindow {
         let (filled_tx, filled) = mpsc::sync_channel(0);
         let (recycle, recycle_rx) = mpsc::sync_channel(BUFFERS);
         std::thread::spawn(move || inflate(file, cap, window, &filled_tx, &recycle_rx));
-        GzipWindow {
+        GzipStream {
             filled,
             recycle,
-            cur: Vec::new(),
-            start: 0,
-            end: 0,
             inflated: 0,
             cap,
-            at_end: false,
         }
     }
 
-    /// The window's bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        &self.cur[self.start..self.end]
-    }
-
-    /// Whether the window holds the input's last byte.
-    pub(crate) fn at_end(&self) -> bool {
-        self.at_end
-    }
-
-    /// Drops the window's first `from` bytes and takes buffers from the thread until at least
-    /// `len` bytes are in the window, or the input ended.
-    pub(crate) fn advance(&mut self, from: usize, len: usize) -> Result<(), InflateError> {
-        self.start += from.min(self.end - self.start);
-        while self.end - self.start < len && !self.at_end {
-            let filled = match self.filled.recv() {
-                Ok(Ok(filled)) => filled,
-                Ok(Err(e)) => return Err(InflateError::Corrupt(e)),
-                Err(_) => {
-                    let stopped = io::Error::other("inflating stopped unexpectedly");
-                    return Err(InflateError::Corrupt(stopped));
-                }
-            };
-            self.inflated += filled.len as u64;
-            if self.inflated > self.cap {
-                return Err(InflateError::Bomb(self.cap));
+    /// The next buffer of inflated bytes, and whether the input ends with it. Not to be asked
+    /// again after the last.
+    pub(crate) fn next(&mut self) -> Result<(Inflated, bool), InflateError> {
+        let filled = match self.filled.recv() {
+            Ok(Ok(filled)) => filled,
+            Ok(Err(e)) => return Err(InflateError::Corrupt(e)),
+            Err(_) => {
+                let stopped = io::Error::other("inflating stopped unexpectedly");
+                return Err(InflateError::Corrupt(stopped));
             }
-            self.at_end = filled.last;
-            self.take(filled);
+        };
+        self.inflated += filled.len as u64;
+        let inflated = Inflated {
+            buf: filled.buf,
+            len: filled.len,
+            home: self.recycle.clone(),
+        };
+        if self.inflated > self.cap {
+            return Err(InflateError::Bomb(self.cap));
         }
-        Ok(())
-    }
-
-    /// Puts the window's tail before `filled`'s bytes, and sends a buffer back to the thread.
-    fn take(&mut self, filled: Filled) {
-        let Filled { mut buf, len, .. } = filled;
-        let tail = self.end - self.start;
-        if tail <= HEADROOM {
-            let at = HEADROOM - tail;
-            buf[at..HEADROOM].copy_from_slice(&self.cur[self.start..self.end]);
-            let old = std::mem::replace(&mut self.cur, buf);
-            (self.start, self.end) = (at, HEADROOM + len);
-            self.give_back(old);
-        } else {
-            // A long tail (an element longer than the headroom): the window grows in a buffer
-            // of the reader's own, which goes back to the thread later.
-            self.cur.truncate(self.end);
-            self.cur.drain(..self.start);
-            self.cur.extend_from_slice(&buf[HEADROOM..HEADROOM + len]);
-            (self.start, self.end) = (0, self.cur.len());
-            self.give_back(buf);
-        }
-    }
-
-    fn give_back(&self, buf: Vec<u8>) {
-        // The first window's empty buffer was never the thread's; a closed channel means the
-        // thread has ended, and the buffer is simply dropped.
-        if buf.capacity() > 0 {
-            let _ = self.recycle.try_send(buf);
-        }
+        Ok((inflated, filled.last))
     }
 }
 
@@ -162,10 +131,9 @@ fn inflate(
                 Err(_) => return,
             }
         };
-        // Zeroed once per buffer; a buffer the reader grew is cut back to size.
-        buf.resize(HEADROOM + window, 0);
-        buf.shrink_to(HEADROOM + window);
-        let result = fill(&mut dec, &mut buf[HEADROOM..]).map(|len| Filled {
+        // Zeroed once per buffer.
+        buf.resize(window, 0);
+        let result = fill(&mut dec, &mut buf).map(|len| Filled {
             last: len < window,
             buf,
             len,
@@ -211,58 +179,41 @@ mod tests {
             .collect()
     }
 
-    /// Reads the whole input as a parser would: takes `step(i)` bytes of the window and asks
-    /// for `want(i)` more, and returns what it took.
-    fn read_all(
-        input: &[u8],
-        window: usize,
-        step: impl Fn(usize, usize) -> usize,
-        want: impl Fn(usize) -> usize,
-    ) -> Vec<u8> {
+    /// Reads the whole input, holding the last `held` buffers at any time.
+    fn read_all(input: &[u8], window: usize, held: usize) -> Vec<u8> {
         let f = gzip(input);
-        let mut gz = GzipWindow::spawn(File::open(f.path()).unwrap(), u64::MAX, window);
-        gz.advance(0, window).unwrap();
+        let mut gz = GzipStream::spawn(File::open(f.path()).unwrap(), u64::MAX, window);
         let mut out = Vec::new();
-        for i in 0.. {
-            let len = gz.bytes().len();
-            // At the end, a step that takes nothing takes the rest.
-            let n = match step(i, len).min(len) {
-                0 if gz.at_end() => len,
-                n => n,
-            };
-            out.extend_from_slice(&gz.bytes()[..n]);
-            if gz.at_end() && n == gz.bytes().len() {
+        let mut holding = std::collections::VecDeque::new();
+        loop {
+            let (buf, last) = gz.next().unwrap();
+            out.extend_from_slice(&buf);
+            holding.push_back(buf);
+            if holding.len() > held {
+                holding.pop_front();
+            }
+            if last {
                 return out;
             }
-            gz.advance(n, want(i)).unwrap();
         }
-        unreachable!()
     }
 
     #[test]
     fn every_byte_comes_out_once_in_order() {
         let input = text(3 << 20);
-        // Short tails (the headroom), tails longer than it, and windows grown far past one
-        // buffer, on windows smaller and larger than the headroom.
-        for window in [1000, 100_000, 1 << 20] {
-            let short = read_all(&input, window, |_, len| len.saturating_sub(17), |_| window);
-            assert_eq!(short, input, "short tails, window {window}");
-            let long = read_all(&input, window, |i, len| len / (1 + i % 3), |_| window);
-            assert_eq!(long, input, "long tails, window {window}");
-            let grown = read_all(&input, window, |i, _| i % 2 * 5, |i| (i + 1) * 70_000);
-            assert_eq!(grown, input, "grown windows, window {window}");
+        for window in [1000, 100_000, 1 << 20, 3 << 20, 1 << 40] {
+            for held in 0..BUFFERS {
+                assert_eq!(read_all(&input, window, held), input, "window {window}");
+            }
         }
-        // A window asked far larger than any buffer (a whole-file read) is made of several.
-        let whole = read_all(&input, 1 << 40, |_, len| len, |_| 1 << 40);
-        assert_eq!(whole, input, "one window for the whole input");
     }
 
     #[test]
     fn a_cap_and_a_corrupt_stream_are_errors() {
         let input = text(1 << 20);
         let f = gzip(&input);
-        let mut gz = GzipWindow::spawn(File::open(f.path()).unwrap(), 300_000, 100_000);
-        let err = (0..20).find_map(|_| gz.advance(gz.bytes().len(), 100_000).err());
+        let mut gz = GzipStream::spawn(File::open(f.path()).unwrap(), 300_000, 100_000);
+        let err = (0..20).find_map(|_| gz.next().err());
         assert!(matches!(err, Some(InflateError::Bomb(300_000))), "{err:?}");
 
         let mut bytes = std::fs::read(f.path()).unwrap();
@@ -270,8 +221,8 @@ mod tests {
         bytes.truncate(mid);
         let cut = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(cut.path(), &bytes).unwrap();
-        let mut gz = GzipWindow::spawn(File::open(cut.path()).unwrap(), u64::MAX, 100_000);
-        let err = (0..100).find_map(|_| gz.advance(gz.bytes().len(), 100_000).err());
+        let mut gz = GzipStream::spawn(File::open(cut.path()).unwrap(), u64::MAX, 100_000);
+        let err = (0..100).find_map(|_| gz.next().err());
         assert!(matches!(err, Some(InflateError::Corrupt(_))), "{err:?}");
     }
 }

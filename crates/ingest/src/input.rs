@@ -7,8 +7,11 @@ use std::io::Read;
 use std::ops::Deref;
 use std::path::Path;
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use crate::error::IngestError;
-use crate::inflate::{GzipWindow, InflateError};
+use crate::inflate::{GzipStream, InflateError, Inflated};
 
 /// The bytes of one input file.
 #[derive(Debug)]
@@ -194,53 +197,178 @@ pub fn gunzip_to_temp(
     Ok(tmp)
 }
 
+/// Consecutive bytes of one input file (inflated, for gzip), shared by the threads that parse
+/// them: a mapped range of a plain file, a buffer of the inflating thread (back to it when the
+/// last reference is dropped), or bytes copied together from segments.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    /// Offset of the first byte in the (inflated) input.
+    base: u64,
+    /// The input ends with these bytes.
+    last: bool,
+    data: SegmentData,
+}
+
+#[derive(Debug)]
+enum SegmentData {
+    Mapped(memmap2::Mmap),
+    Inflated(Inflated),
+    Owned(Vec<u8>),
+}
+
+impl Segment {
+    pub(crate) fn owned(base: u64, last: bool, bytes: Vec<u8>) -> Self {
+        Segment {
+            base,
+            last,
+            data: SegmentData::Owned(bytes),
+        }
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match &self.data {
+            SegmentData::Mapped(m) => m,
+            SegmentData::Inflated(b) => b,
+            SegmentData::Owned(v) => v,
+        }
+    }
+
+    /// Offset of `bytes()[0]` in the input.
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Whether the input ends with these bytes.
+    pub(crate) fn is_last(&self) -> bool {
+        self.last
+    }
+}
+
+/// An input file as consecutive segments of about one window each.
+#[derive(Debug)]
+enum Segments {
+    Mapped {
+        file: File,
+        size: u64,
+        next: u64,
+        window: usize,
+    },
+    Gzip {
+        stream: GzipStream,
+        next: u64,
+        ended: bool,
+    },
+}
+
+impl Segments {
+    /// The segment after the last one given; an empty last one past the input's end.
+    fn next(&mut self, what: &'static str, path: &Path) -> Result<Segment, IngestError> {
+        match self {
+            Segments::Mapped {
+                file,
+                size,
+                next,
+                window,
+            } => {
+                let want = (*window as u64).min(size.saturating_sub(*next));
+                let base = *next;
+                *next += want;
+                let last = *next >= *size;
+                if want == 0 {
+                    return Ok(Segment::owned(base, true, Vec::new()));
+                }
+                // SAFETY: as in `read_bytes`: a read-only map of a file not rewritten while it
+                // is ingested.
+                #[allow(unsafe_code)]
+                let map = unsafe {
+                    memmap2::MmapOptions::new()
+                        .offset(base)
+                        .len(want as usize)
+                        .map(&*file)
+                }
+                .map_err(|e| IngestError::io(what, path, e))?;
+                Ok(Segment {
+                    base,
+                    last,
+                    data: SegmentData::Mapped(map),
+                })
+            }
+            Segments::Gzip {
+                stream,
+                next,
+                ended,
+            } => {
+                if *ended {
+                    return Ok(Segment::owned(*next, true, Vec::new()));
+                }
+                let (bytes, last) = stream.next().map_err(|e| match e {
+                    InflateError::Corrupt(e) => corrupt(what, path, &e),
+                    InflateError::Bomb(cap) => bomb(what, path, cap),
+                })?;
+                let base = *next;
+                *next += bytes.len() as u64;
+                *ended = last;
+                Ok(Segment {
+                    base,
+                    last,
+                    data: SegmentData::Inflated(bytes),
+                })
+            }
+        }
+    }
+}
+
 /// A window that moves forward through one input file, plain or gzip-compressed, so that a
-/// reader holds only the part it is parsing: a plain file is memory-mapped one window at a
+/// reader holds only the part it is parsing: a plain file is memory-mapped one segment at a
 /// time (the pages behind the window leave the process), a gzip file is inflated as the
 /// window moves (never whole, and at most [`inflate_cap`] in all).
+///
+/// The window is `cur.bytes()[start..]`; a window that has to grow past its segment is copied
+/// into a segment of its own, with as much of the next segment as it needs (the rest stays
+/// `pending`). A reader that works on whole segments (`chunked.rs`'s array) takes them with
+/// [`InputWindow::take`] and [`InputWindow::next_segment`] and gives the window back with
+/// [`InputWindow::resume`].
 #[derive(Debug)]
 pub struct InputWindow {
     what: &'static str,
     path: std::path::PathBuf,
-    /// Offset of the window's first byte in the (inflated) input.
-    base: u64,
-    at_end: bool,
-    source: WindowSource,
-}
-
-#[derive(Debug)]
-enum WindowSource {
-    Mapped {
-        file: File,
-        len: u64,
-        map: Option<memmap2::Mmap>,
-    },
-    Gzip(GzipWindow),
+    segments: Segments,
+    cur: Arc<Segment>,
+    start: usize,
+    /// Segments after the window, not yet in it, each from an index on.
+    pending: VecDeque<(Arc<Segment>, usize)>,
 }
 
 impl InputWindow {
-    /// Opens `path` with a first window of at least `len` bytes (fewer at the input's end).
+    /// Opens `path` with a first window of at least `len` bytes (fewer at the input's end);
+    /// the window moves a segment of `len` bytes at a time.
     pub fn open(what: &'static str, path: &Path, len: usize) -> Result<Self, IngestError> {
         let file = open_file(what, path)?;
-        let source = if is_gzip(path) {
-            WindowSource::Gzip(GzipWindow::spawn(file, inflate_cap(path), len))
+        let segments = if is_gzip(path) {
+            Segments::Gzip {
+                stream: GzipStream::spawn(file, inflate_cap(path), len),
+                next: 0,
+                ended: false,
+            }
         } else {
-            let len = file
+            let size = file
                 .metadata()
                 .map_err(|e| IngestError::io(what, path, e))?
                 .len();
-            WindowSource::Mapped {
+            Segments::Mapped {
                 file,
-                len,
-                map: None,
+                size,
+                next: 0,
+                window: len.max(1),
             }
         };
         let mut w = InputWindow {
             what,
             path: path.to_path_buf(),
-            base: 0,
-            at_end: false,
-            source,
+            segments,
+            cur: Arc::new(Segment::owned(0, false, Vec::new())),
+            start: 0,
+            pending: VecDeque::new(),
         };
         w.advance(0, len)?;
         if w.bytes().is_empty() {
@@ -254,61 +382,73 @@ impl InputWindow {
 
     /// The window's bytes.
     pub fn bytes(&self) -> &[u8] {
-        match &self.source {
-            WindowSource::Mapped { map, .. } => map.as_deref().unwrap_or(&[]),
-            WindowSource::Gzip(gz) => gz.bytes(),
-        }
+        &self.cur.bytes()[self.start..]
     }
 
     /// Offset of `bytes()[0]` in the input (inflated, for gzip).
     pub fn base(&self) -> u64 {
-        self.base
+        self.cur.base + self.start as u64
     }
 
     /// Whether the window holds the input's last byte.
     pub fn at_end(&self) -> bool {
-        self.at_end
+        self.cur.last
     }
 
     /// Moves the window to start at `bytes()[from]` and holds at least `len` bytes from there,
     /// or all that is left.
     pub fn advance(&mut self, from: usize, len: usize) -> Result<(), IngestError> {
-        let from = from.min(self.bytes().len());
-        self.base += from as u64;
-        let (what, path) = (self.what, self.path.as_path());
-        match &mut self.source {
-            WindowSource::Mapped {
-                file,
-                len: size,
-                map,
-            } => {
-                *map = None;
-                let want = (len as u64).min(size.saturating_sub(self.base));
-                self.at_end = self.base + want >= *size;
-                if want > 0 {
-                    // SAFETY: as in `read_bytes`: a read-only map of a file not rewritten
-                    // while it is ingested.
-                    #[allow(unsafe_code)]
-                    let m = unsafe {
-                        memmap2::MmapOptions::new()
-                            .offset(self.base)
-                            .len(want as usize)
-                            .map(&*file)
-                    }
-                    .map_err(|e| IngestError::io(what, path, e))?;
-                    *map = Some(m);
-                }
+        self.start += from.min(self.bytes().len());
+        while self.bytes().len() < len && !self.cur.last {
+            let (next, at) = self.next_segment()?;
+            if self.bytes().is_empty() {
+                (self.cur, self.start) = (next, at);
+                continue;
             }
-            WindowSource::Gzip(gz) => {
-                let moved = gz.advance(from, len);
-                self.at_end = gz.at_end();
-                moved.map_err(|e| match e {
-                    InflateError::Corrupt(e) => corrupt(what, path, &e),
-                    InflateError::Bomb(cap) => bomb(what, path, cap),
-                })?;
+            let rest = &next.bytes()[at..];
+            let take = (len - self.bytes().len()).min(rest.len());
+            let mut joined = Vec::with_capacity(self.bytes().len() + take);
+            joined.extend_from_slice(self.bytes());
+            joined.extend_from_slice(&rest[..take]);
+            let last = next.last && take == rest.len();
+            self.cur = Arc::new(Segment::owned(self.base(), last, joined));
+            self.start = 0;
+            if take < rest.len() {
+                self.pending.push_front((next, at + take));
             }
         }
         Ok(())
+    }
+
+    /// The segment after the window (or after what [`InputWindow::take`] took) and the index
+    /// its bytes start at. Only asked for while the last segment has not been reached.
+    pub(crate) fn next_segment(&mut self) -> Result<(Arc<Segment>, usize), IngestError> {
+        match self.pending.pop_front() {
+            Some(p) => Ok(p),
+            None => Ok((Arc::new(self.segments.next(self.what, &self.path)?), 0)),
+        }
+    }
+
+    /// Takes the window's segment and the index `bytes()[from]` is at in it, leaving the window
+    /// empty until [`InputWindow::resume`].
+    pub(crate) fn take(&mut self, from: usize) -> (Arc<Segment>, usize) {
+        let at = self.start + from.min(self.bytes().len());
+        let empty = Arc::new(Segment::owned(self.base(), false, Vec::new()));
+        (std::mem::replace(&mut self.cur, empty), at)
+    }
+
+    /// Puts the window at `seg.bytes()[at..]`, followed by `after` (segments taken but not
+    /// read), then by the segments not taken yet.
+    pub(crate) fn resume(
+        &mut self,
+        seg: Arc<Segment>,
+        at: usize,
+        after: impl DoubleEndedIterator<Item = (Arc<Segment>, usize)>,
+    ) {
+        (self.cur, self.start) = (seg, at);
+        for p in after.rev() {
+            self.pending.push_front(p);
+        }
     }
 }
 
@@ -321,6 +461,65 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(bytes).unwrap();
         f
+    }
+
+    fn gzip(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(bytes).unwrap();
+        file(&gz.finish().unwrap())
+    }
+
+    /// Reads the whole input through a window of `len`-byte segments as a parser would: takes
+    /// `step(i)` bytes and asks for `want(i)`, and every third step takes the segment and
+    /// hands back a later point of it, or of the segments after it.
+    fn read_all(
+        path: &Path,
+        len: usize,
+        step: impl Fn(usize) -> usize,
+        want: impl Fn(usize) -> usize,
+    ) -> Vec<u8> {
+        let mut w = InputWindow::open("test", path, len).unwrap();
+        let mut out = Vec::new();
+        for i in 0.. {
+            if i % 3 == 2 && !w.at_end() {
+                // As the array reader does: the segment from a point, one more segment, and
+                // the window resumed inside the first with the second pending.
+                let (seg, at) = w.take(0);
+                let n = step(i).min(seg.bytes().len() - at);
+                out.extend_from_slice(&seg.bytes()[at..at + n]);
+                let next = (!seg.is_last()).then(|| w.next_segment().unwrap());
+                w.resume(seg, at + n, next.into_iter());
+                continue;
+            }
+            let n = step(i).min(w.bytes().len());
+            let n = if n == 0 && w.at_end() {
+                w.bytes().len()
+            } else {
+                n
+            };
+            out.extend_from_slice(&w.bytes()[..n]);
+            if w.at_end() && n == w.bytes().len() {
+                return out;
+            }
+            w.advance(n, want(i)).unwrap();
+            assert!(w.bytes().len() >= want(i).min(1) || w.at_end());
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn the_window_gives_every_byte_once_in_order_across_segments() {
+        let text: Vec<u8> = (0..120_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        for gzipped in [false, true] {
+            let f = if gzipped { gzip(&text) } else { file(&text) };
+            for len in [7, 999, 4096, 50_000, 1 << 40] {
+                // Steps within a segment, windows grown past several segments, and both.
+                let a = read_all(f.path(), len, |i| 1 + i * 37 % 5000, |_| len);
+                assert_eq!(a, text, "len {len}, gzip {gzipped}");
+                let b = read_all(f.path(), len, |i| i % 2 * 5, |i| (i + 1) * 7000);
+                assert_eq!(b, text, "len {len}, gzip {gzipped}");
+            }
+        }
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::chunked::{self, ChunkError, Chunking, ElementParser};
 use crate::convert::{span, TraceConverter};
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::KINETO, IngestError};
+use crate::inflate::BUFFERS;
 use crate::input;
 use crate::intern::Interner;
 use crate::nsys::cuda_version;
@@ -36,13 +37,14 @@ mod operators;
 use operators::{CallLog, DeviceTimes, Pairs, PieceCalls};
 pub use operators::{OperatorCalls, TraceOperators};
 
-/// A gzip window, up to 1 GB of trace: 1/64 of the inflated trace, between 1 and 8 MB.
-const GZIP_WINDOW: usize = 8 << 20;
-const GZIP_WINDOW_MIN: usize = 1 << 20;
-const GZIP_WINDOW_SHARE: u64 = 64;
-/// Past 1 GB: 1/128 of it, up to 32 MB.
-const GZIP_WINDOW_LARGE: usize = 32 << 20;
-const GZIP_WINDOW_LARGE_SHARE: u64 = 128;
+/// The gzip windows held at once, up to 1 GB of trace: 1/32 of the inflated trace, between 2
+/// and 16 MB.
+const GZIP_HELD: usize = 16 << 20;
+const GZIP_HELD_MIN: usize = 2 << 20;
+const GZIP_HELD_SHARE: u64 = 32;
+/// Past 1 GB: 1/64 of it, up to 64 MB.
+const GZIP_HELD_LARGE: usize = 64 << 20;
+const GZIP_HELD_LARGE_SHARE: u64 = 64;
 /// The smallest piece of a gzip window: a window of the smallest size still gets two pieces
 /// per worker on 4 cores, and a piece's fixed costs stay small beside its parse.
 const GZIP_PIECE_MIN: usize = 128 << 10;
@@ -82,7 +84,7 @@ fn for_input(path: &Path, chunking: Chunking) -> Chunking {
     if !input::is_gzip(path) {
         return chunking;
     }
-    let sized = input::gzip_inflated_size(path).map_or(GZIP_WINDOW, gzip_window);
+    let sized = input::gzip_inflated_size(path).map_or(GZIP_HELD / BUFFERS, gzip_window);
     let window = chunking.window.min(sized);
     Chunking {
         window,
@@ -93,18 +95,16 @@ fn for_input(path: &Path, chunking: Chunking) -> Chunking {
     }
 }
 
-/// The window for a `.gz` trace that inflates to `inflated` bytes. Two windows are held at
-/// once: under 4% of the trace's size from 64 MB of trace on, and under 2% from 1 GB on.
-///
-/// Each window ends with a barrier (all its pieces parsed before the next window's start),
-/// and the parse of a `.gz` shares the cores with the inflate: past 1 GB, where the rest of
-/// the ingest's memory is spread over more trace, windows grow to the plain file's 32 MB
-/// (a 5 GB trace's `.gz`: 4.4 s with 32 MB windows against 4.6–4.9 s with 8 MB ones).
+/// The window for a `.gz` trace that inflates to `inflated` bytes. [`BUFFERS`] windows are
+/// held at once (the one read, the next, the one being inflated): together 1/32 of the trace,
+/// 2–16 MB, or, past 1 GB, where the rest of the ingest's memory is spread over more trace,
+/// 1/64 of it, up to 64 MB. So they take under 4% of the trace from 64 MB on, and under 2%
+/// from 1 GB on.
 fn gzip_window(inflated: u64) -> usize {
     let share = |n: u64| usize::try_from(inflated / n).unwrap_or(usize::MAX);
-    let small = share(GZIP_WINDOW_SHARE).clamp(GZIP_WINDOW_MIN, GZIP_WINDOW);
-    let large = share(GZIP_WINDOW_LARGE_SHARE).min(GZIP_WINDOW_LARGE);
-    small.max(large)
+    let small = share(GZIP_HELD_SHARE).clamp(GZIP_HELD_MIN, GZIP_HELD);
+    let large = share(GZIP_HELD_LARGE_SHARE).min(GZIP_HELD_LARGE);
+    small.max(large) / BUFFERS
 }
 
 /// [`read`] with the window, piece and worker counts given.
@@ -1793,21 +1793,23 @@ mod tests {
     #[test]
     fn a_gzip_window_grows_with_the_trace_and_its_share_stays_small() {
         const MB: u64 = 1 << 20;
-        let window = |n: u64| gzip_window(n) as u64;
-        assert_eq!(window(0), MB);
-        assert_eq!(window(100 * MB), 100 * MB / 64);
-        assert_eq!(window(989_440_024), 8 * MB, "the 1 GB trace's, as before");
-        assert_eq!(window(2048 * MB), 16 * MB);
-        assert_eq!(window(4_969_351_712), 32 * MB, "the 5 GB trace's");
-        assert_eq!(window(u64::MAX), 32 * MB);
+        let held = |n: u64| (BUFFERS * gzip_window(n)) as u64;
+        assert_eq!(held(0), 2 * MB - 2 * MB % BUFFERS as u64);
+        assert_eq!(
+            held(989_440_024),
+            16 * MB - 16 * MB % BUFFERS as u64,
+            "1 GB"
+        );
+        assert_eq!(held(2048 * MB), 32 * MB - 32 * MB % BUFFERS as u64);
+        assert_eq!(held(u64::MAX), 64 * MB - 64 * MB % BUFFERS as u64);
         let sizes: Vec<u64> = (0..400).map(|i| (i * i) as u64 * MB / 8).collect();
         for pair in sizes.windows(2) {
-            assert!(window(pair[0]) <= window(pair[1]), "{pair:?}");
+            assert!(held(pair[0]) <= held(pair[1]), "{pair:?}");
         }
         for &n in &sizes {
-            let held = 2.0 * window(n) as f64 / n as f64;
-            assert!(n < 64 * MB || held < 0.04, "{n}: {held}");
-            assert!(n < 1_000_000_000 || held < 0.02, "{n}: {held}");
+            let share = held(n) as f64 / n as f64;
+            assert!(n < 64 * MB || share < 0.04, "{n}: {share}");
+            assert!(n < 1_000_000_000 || share < 0.02, "{n}: {share}");
         }
     }
 

@@ -542,6 +542,7 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
         mut verified: usize,
         sink: &mut impl FnMut(P::Piece),
     ) -> Result<Result<ArrayEnd, Seam>, ChunkError> {
+        // `run` plans a segment before every call; without one there is nothing to read.
         let Some(plan) = self.plans.front() else {
             return Err(ChunkError::Shape {
                 offset: 0,

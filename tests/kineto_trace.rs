@@ -7,18 +7,51 @@ use std::sync::OnceLock;
 
 use crate::common::*;
 use llmprof_bundle::{Bundle, OpKind, StageKind, Timeline};
-use llmprof_ingest::{ingest, IngestRequest};
+use llmprof_ingest::{ingest, IngestRequest, Step};
 
 fn kineto_only() -> &'static (Bundle, Timeline) {
-    static B: OnceLock<(Bundle, Timeline)> = OnceLock::new();
+    &ingested().run
+}
+
+/// The H200 trace ingested alone, and the steps `ingest` reported.
+struct Ingested {
+    run: (Bundle, Timeline),
+    /// `Reading` and `Assembling`, in order.
+    steps: Vec<&'static str>,
+    /// Each `Read` as its `(bytes, of)`.
+    reads: Vec<(u64, Option<u64>)>,
+}
+
+fn ingested() -> &'static Ingested {
+    static B: OnceLock<Ingested> = OnceLock::new();
     B.get_or_init(|| {
         let req = IngestRequest {
             kineto: Some(h200("kineto_trace.json.gz")),
             ..Default::default()
         };
-        let i = ingest(&req, &mut |_| {}).expect("ingest");
-        (i.bundle, i.timeline.expect("timeline"))
+        let (mut steps, mut reads) = (Vec::new(), Vec::new());
+        let i = ingest(&req, &mut |step| match step {
+            Step::Read { bytes, of } => reads.push((bytes, of)),
+            Step::Reading { .. } => steps.push("reading"),
+            Step::Assembling => steps.push("assembling"),
+        })
+        .expect("ingest");
+        let run = (i.bundle, i.timeline.expect("timeline"));
+        Ingested { run, steps, reads }
     })
+}
+
+/// A long read says how far it has got: bytes of the inflated trace, rising to all of it, of
+/// the size its gzip trailer states.
+#[test]
+fn reading_reports_its_progress_to_the_end() {
+    let Ingested { steps, reads, .. } = ingested();
+    assert_eq!(steps, &["reading", "assembling"]);
+    let inflated = 180_232_411;
+    assert!(reads.len() >= 10, "{} reports", reads.len());
+    assert!(reads.windows(2).all(|w| w[0].0 <= w[1].0), "{reads:?}");
+    assert!(reads.iter().all(|&(_, of)| of == Some(inflated)));
+    assert_eq!(reads.last().map(|r| r.0), Some(inflated));
 }
 
 #[test]

@@ -36,15 +36,17 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
         return crate::ranks_cmd::ingest(ranks, &cfg.rank_args, &cfg.out);
     }
     let spinner = progress();
+    let mut reading = String::new();
     let ingested = llmprof_ingest::ingest(&request, &mut |step| {
-        if let Some(s) = &spinner {
-            s.set_message(match step {
-                Step::Reading { source, path } => {
-                    format!("reading {} {}", source.as_str(), path.display())
-                }
-                Step::Assembling => "attributing GPU work to stages".to_string(),
-            });
-        }
+        let Some(s) = &spinner else { return };
+        s.set_message(match step {
+            Step::Reading { source, path } => {
+                reading = format!("reading {} {}", source.as_str(), path.display());
+                reading.clone()
+            }
+            Step::Read { bytes, of } => format!("{reading}: {}", read_so_far(bytes, of)),
+            Step::Assembling => "attributing GPU work to stages".to_string(),
+        });
     });
     if let Some(s) = &spinner {
         s.finish_and_clear();
@@ -89,6 +91,16 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", dir.display())?;
     Ok(())
+}
+
+/// "412 of 989 MB" (decimal MB, as file sizes are given); "412 MB" when the size is not known,
+/// or a `.gz` trailer's estimate fell short.
+fn read_so_far(bytes: u64, of: Option<u64>) -> String {
+    let mb = |n: u64| thousands(n / 1_000_000);
+    match of {
+        Some(of) if of >= bytes => format!("{} of {} MB", mb(bytes), mb(of)),
+        _ => format!("{} MB", mb(bytes)),
+    }
 }
 
 /// One request per process when the request's nsys export traced several processes that ran
@@ -196,5 +208,22 @@ pub(crate) fn export_report(report: &Path, dir: &Path) -> Result<PathBuf> {
                 report.display()
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_so_far;
+
+    #[test]
+    fn the_bytes_read_are_shown_against_the_size_when_it_holds() {
+        assert_eq!(read_so_far(412_345_678, Some(989_440_024)), "412 of 989 MB");
+        assert_eq!(
+            read_so_far(1_234_000_000, Some(4_969_351_712)),
+            "1,234 of 4,969 MB"
+        );
+        // No size, or an estimate the reading has passed: the bytes alone.
+        assert_eq!(read_so_far(5_000_000, None), "5 MB");
+        assert_eq!(read_so_far(700_000_000, Some(600_000_000)), "700 MB");
     }
 }

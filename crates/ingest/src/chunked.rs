@@ -93,7 +93,8 @@ impl Default for Chunking {
 }
 
 /// Reads the document in `win`: the top-level object's `header_keys` are returned as raw
-/// JSON, the elements of `array_key` go to `sink` in order, other keys are skipped.
+/// JSON, the elements of `array_key` go to `sink` in order, other keys are skipped. `progress`
+/// hears how many bytes of the input the array's reading has passed, as it goes.
 pub(crate) fn read<P: ElementParser>(
     win: &mut InputWindow,
     chunking: Chunking,
@@ -101,19 +102,20 @@ pub(crate) fn read<P: ElementParser>(
     header_keys: &[&str],
     parser: &P,
     mut sink: impl FnMut(P::Piece),
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Document, ChunkError> {
     let mut doc = Document::default();
     let mut pos = expect_byte(win, 0, b'{', "a JSON object")?;
     pos = skip_ws_growing(win, pos)?;
     if win.bytes().get(pos) == Some(&b'}') {
-        return trailing(win, pos + 1).map(|()| doc);
+        return trailing(win, pos + 1, progress).map(|()| doc);
     }
     loop {
         let (key, p) = value_at::<String>(win, pos)?;
         pos = expect_byte(win, p, b':', "`:` after an object key")?;
         pos = skip_ws_growing(win, pos)?;
         if key == array_key {
-            pos = read_array(win, chunking, pos, parser, &mut sink)?;
+            pos = read_array(win, chunking, pos, parser, &mut sink, progress)?;
             doc.saw_array = true;
         } else if header_keys.contains(&key.as_str()) {
             let (raw, p) = value_at::<Box<RawValue>>(win, pos)?;
@@ -125,19 +127,24 @@ pub(crate) fn read<P: ElementParser>(
         pos = skip_ws_growing(win, pos)?;
         match win.bytes().get(pos) {
             Some(b',') => pos = skip_ws_growing(win, pos + 1)?,
-            Some(b'}') => return trailing(win, pos + 1).map(|()| doc),
+            Some(b'}') => return trailing(win, pos + 1, progress).map(|()| doc),
             Some(_) => return Err(shape(win, pos, "`,` or `}` after an object value")),
             None => return Err(eof(win, pos)),
         }
     }
 }
 
-/// Only whitespace may follow the document.
-fn trailing(win: &mut InputWindow, pos: usize) -> Result<(), ChunkError> {
+/// Only whitespace may follow the document; once it is read, `progress` hears its end.
+fn trailing(
+    win: &mut InputWindow,
+    pos: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), ChunkError> {
     let pos = skip_ws_growing(win, pos)?;
     if pos < win.bytes().len() {
         return Err(shape(win, pos, "nothing after the top-level object"));
     }
+    progress(win.base() + pos as u64);
     Ok(())
 }
 
@@ -315,6 +322,7 @@ fn read_array<P: ElementParser>(
     pos: usize,
     parser: &P,
     sink: &mut impl FnMut(P::Piece),
+    progress: &mut dyn FnMut(u64),
 ) -> Result<usize, ChunkError> {
     let mut pos = expect_byte(win, pos, b'[', "an array")?;
     pos = skip_ws_growing(win, pos)?;
@@ -352,13 +360,17 @@ fn read_array<P: ElementParser>(
             plans: VecDeque::new(),
             next_seq: 0,
             ended: false,
+            progress,
         };
         let end = reader.run(seg, at, sink);
         // Whatever happened, the workers stop: queued pieces are dropped unparsed.
         cancel.store(true, Ordering::Relaxed);
         gate.open_to(usize::MAX);
         reader.jobs = None;
-        end.map(|(seg, at)| (seg, at, reader.unread()))
+        end.map(|(seg, at)| {
+            (reader.progress)(seg.base() + at as u64);
+            (seg, at, reader.unread())
+        })
     });
     let (seg, at, after) = end?;
     win.resume(seg, at, after.into_iter());
@@ -439,6 +451,8 @@ struct ArrayReader<'w, 'p, P: ElementParser> {
     next_seq: usize,
     /// The input's last segment is planned.
     ended: bool,
+    /// Hears the input offset the reading has passed, at each segment's end.
+    progress: &'w mut dyn FnMut(u64),
 }
 
 /// Where the array's `]` was: the index after it in a segment.
@@ -515,6 +529,7 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
             let next = plan.first + plan.starts.len();
             self.gate.open_to(next);
             self.arrived = self.arrived.split_off(&next);
+            (self.progress)(plan.seg.base() + plan.seg.bytes().len() as u64);
         }
     }
 
@@ -837,7 +852,15 @@ mod tests {
         let f = file(text.as_bytes(), gzip);
         let mut win = InputWindow::open("test", f.path(), chunking.window).unwrap();
         let mut out = Vec::new();
-        let doc = read(&mut win, chunking, "a", &["h"], &Raw, |els| out.extend(els))?;
+        let doc = read(
+            &mut win,
+            chunking,
+            "a",
+            &["h"],
+            &Raw,
+            |els| out.extend(els),
+            &mut |_| {},
+        )?;
         Ok((out, doc))
     }
 

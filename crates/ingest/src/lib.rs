@@ -96,7 +96,16 @@ pub struct Ingested {
 /// A step of [`ingest`], reported to the caller for progress display.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step<'a> {
-    Reading { source: Source, path: &'a Path },
+    Reading {
+        source: Source,
+        path: &'a Path,
+    },
+    /// How far the reading of the last `Reading`'s file has got: `bytes` of it read (inflated,
+    /// for gzip), of `of` in all (a `.gz` trace's as its trailer states it: an estimate).
+    Read {
+        bytes: u64,
+        of: Option<u64>,
+    },
     Assembling,
 }
 
@@ -236,7 +245,12 @@ impl<'r> Assembly<'r> {
         let mut diags = Diagnostics::new(Source::Kineto, self.names().file(path));
         let is_timing = self.timing.is_none();
         let mut conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
-        let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags)?;
+        let of = match input::is_gzip(path) {
+            true => input::gzip_inflated_size(path),
+            false => std::fs::metadata(path).ok().map(|m| m.len()),
+        };
+        let mut read = |bytes| progress(Step::Read { bytes, of });
+        let k = kineto::read(path, is_timing.then_some(&mut conv), &mut diags, &mut read)?;
         self.facts.push(k.facts.clone());
         self.bundle
             .inputs

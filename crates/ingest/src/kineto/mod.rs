@@ -68,13 +68,15 @@ pub struct KinetoInput {
 }
 
 /// Parses the trace at `path`. GPU ops, launches and annotations are fed to `conv` when it is
-/// given (i.e. when this trace is the run's timing source).
+/// given (i.e. when this trace is the run's timing source). `progress` hears how many bytes of
+/// the trace (inflated, for a `.gz`) have been read, as the reading goes.
 pub fn read(
     path: &Path,
     conv: Option<&mut TraceConverter>,
     diags: &mut Diagnostics,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<KinetoInput, IngestError> {
-    read_chunked(path, conv, diags, Chunking::default())
+    read_chunked(path, conv, diags, Chunking::default(), progress)
 }
 
 /// `chunking` for the trace at `path`. An inflated window is anonymous memory, unlike a
@@ -113,6 +115,7 @@ fn read_chunked(
     conv: Option<&mut TraceConverter>,
     diags: &mut Diagnostics,
     chunking: Chunking,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<KinetoInput, IngestError> {
     let chunking = for_input(path, chunking);
     let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
@@ -127,6 +130,7 @@ fn read_chunked(
         HEADER_KEYS,
         &parser,
         |batch| sink.take(batch),
+        progress,
     )
     .map_err(|e| chunk_error(path, e))?;
     drop(win);
@@ -223,7 +227,7 @@ pub fn read_whole_and_in_pieces(path: &Path) -> (String, String) {
     let read_with = |c: Chunking| {
         let mut conv = TraceConverter::new();
         let mut diags = Diagnostics::new(Source::Kineto, "t.json");
-        match read_chunked(path, Some(&mut conv), &mut diags, c) {
+        match read_chunked(path, Some(&mut conv), &mut diags, c, &mut |_| {}) {
             Ok(input) => {
                 let parts = conv.finish(&mut diags);
                 let (facts, inferred) = (&input.facts, &input.inferred);
@@ -1867,7 +1871,7 @@ mod quirk_tests {
         std::fs::write(&path, format!("{HEAD}{}]}}", events.join(",\n"))).unwrap();
         let mut conv = TraceConverter::new();
         let mut diags = Diagnostics::new(Source::Kineto, "t.json");
-        let input = read(&path, Some(&mut conv), &mut diags).unwrap();
+        let input = read(&path, Some(&mut conv), &mut diags, &mut |_| {}).unwrap();
         let parts = conv.finish(&mut diags);
         (parts, input, diags.finish())
     }

@@ -817,7 +817,9 @@ mod tests {
         ] {
             let path = std::path::PathBuf::from(fixtures).join(f);
             let mut diags = crate::diagnostics::Diagnostics::new(llmprof_bundle::Source::Kineto, f);
-            let calls = super::super::read(&path, None, &mut diags).unwrap().calls;
+            let calls = super::super::read(&path, None, &mut diags, &mut |_| {})
+                .unwrap()
+                .calls;
             let (streamed, sorted) = calls.both_ways();
             let streamed = streamed.unwrap_or_else(|| panic!("{f}: calls out of nesting order"));
             assert!(!sorted.operators.is_empty(), "{f}");

@@ -85,7 +85,7 @@ pub(crate) struct Chunking {
 impl Default for Chunking {
     fn default() -> Self {
         Chunking {
-            window: 32 << 20,
+            window: 16 << 20,
             piece: 512 << 10,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }

@@ -42,8 +42,8 @@ pub use operators::{OperatorCalls, TraceOperators};
 const GZIP_HELD: usize = 16 << 20;
 const GZIP_HELD_MIN: usize = 2 << 20;
 const GZIP_HELD_SHARE: u64 = 32;
-/// Past 1 GB: 1/64 of it, up to 64 MB.
-const GZIP_HELD_LARGE: usize = 64 << 20;
+/// Past 1 GB: 1/64 of it, up to 48 MB (three of a plain file's 16 MB segments).
+const GZIP_HELD_LARGE: usize = 48 << 20;
 const GZIP_HELD_LARGE_SHARE: u64 = 64;
 /// The smallest piece of a gzip window: a window of the smallest size still gets two pieces
 /// per worker on 4 cores, and a piece's fixed costs stay small beside its parse.
@@ -100,7 +100,7 @@ fn for_input(path: &Path, chunking: Chunking) -> Chunking {
 /// The window for a `.gz` trace that inflates to `inflated` bytes. [`BUFFERS`] windows are
 /// held at once (the one read, the next, the one being inflated): together 1/32 of the trace,
 /// 2–16 MB, or, past 1 GB, where the rest of the ingest's memory is spread over more trace,
-/// 1/64 of it, up to 64 MB. So they take under 4% of the trace from 64 MB on, and under 2%
+/// 1/64 of it, up to 48 MB. So they take under 4% of the trace from 64 MB on, and under 2%
 /// from 1 GB on.
 fn gzip_window(inflated: u64) -> usize {
     let share = |n: u64| usize::try_from(inflated / n).unwrap_or(usize::MAX);
@@ -1805,7 +1805,7 @@ mod tests {
             "1 GB"
         );
         assert_eq!(held(2048 * MB), 32 * MB - 32 * MB % BUFFERS as u64);
-        assert_eq!(held(u64::MAX), 64 * MB - 64 * MB % BUFFERS as u64);
+        assert_eq!(held(u64::MAX), 48 * MB);
         let sizes: Vec<u64> = (0..400).map(|i| (i * i) as u64 * MB / 8).collect();
         for pair in sizes.windows(2) {
             assert!(held(pair[0]) <= held(pair[1]), "{pair:?}");

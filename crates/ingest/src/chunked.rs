@@ -491,26 +491,24 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
     /// Plans the pieces of `seg` and hands them to the workers.
     fn plan(&mut self, seg: Arc<Segment>, at: usize, starts: Vec<usize>) {
         self.ended = seg.is_last();
-        let first = self.next_seq;
-        self.next_seq += starts.len();
-        if let Some(jobs) = &self.jobs {
-            for (i, &start) in starts.iter().enumerate() {
-                let stop = starts.get(i + 1).copied().unwrap_or(usize::MAX);
-                let (seq, seg) = (first + i, seg.clone());
-                let _ = jobs.send(Job {
-                    seq,
-                    seg,
-                    start,
-                    stop,
-                });
-            }
-        }
-        self.plans.push_back(Plan {
+        let plan = Plan {
             seg,
             at,
             starts,
-            first,
-        });
+            first: self.next_seq,
+        };
+        self.next_seq += plan.starts.len();
+        if let Some(jobs) = &self.jobs {
+            for (i, &start) in plan.starts.iter().enumerate() {
+                let _ = jobs.send(Job {
+                    seq: plan.first + i,
+                    seg: plan.seg.clone(),
+                    start,
+                    stop: plan.stop_of(i),
+                });
+            }
+        }
+        self.plans.push_back(plan);
     }
 
     /// Makes sure the segment after the one being read is planned, unless it is the last.

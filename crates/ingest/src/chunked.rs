@@ -265,13 +265,15 @@ fn json_in(base: u64, bytes: &[u8], pos: usize, error: serde_json::Error) -> Chu
     ChunkError::Json { offset, error }
 }
 
-fn shape_in(base: u64, pos: usize) -> ChunkError {
+/// A shape error at `bytes[pos]`, where `bytes[0]` is at input offset `base`.
+fn shape_in(base: u64, pos: usize, what: &'static str) -> ChunkError {
     ChunkError::Shape {
         offset: base + pos as u64,
-        what: "`,` or `]` after an array element",
+        what,
     }
 }
 
+/// The input's end met at `bytes[pos]`, where `bytes[0]` is at input offset `base`.
 fn eof_in(base: u64, pos: usize) -> ChunkError {
     ChunkError::Eof {
         offset: base + pos as u64,
@@ -279,16 +281,11 @@ fn eof_in(base: u64, pos: usize) -> ChunkError {
 }
 
 fn shape(win: &InputWindow, pos: usize, what: &'static str) -> ChunkError {
-    ChunkError::Shape {
-        offset: win.base() + pos as u64,
-        what,
-    }
+    shape_in(win.base(), pos, what)
 }
 
 fn eof(win: &InputWindow, pos: usize) -> ChunkError {
-    ChunkError::Eof {
-        offset: win.base() + pos as u64,
-    }
+    eof_in(win.base(), pos)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -592,7 +589,7 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
                     return Ok(Err(seam));
                 }
                 PieceEnd::Failed(p, e) => return Err(json_in(seg.base(), bytes, p, e)),
-                PieceEnd::NoSeparator(p) => return Err(shape_in(seg.base(), p)),
+                PieceEnd::NoSeparator(p) => return Err(shape_in(seg.base(), p, AFTER_ELEMENT)),
             }
         }
         // No piece: the segment was read by the seam before it.
@@ -646,7 +643,7 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
                         return Ok(Ok((Arc::new(held), 0)));
                     }
                     PieceEnd::Failed(q, e) => return Err(json_in(seam.base, &seam.bytes, q, e)),
-                    PieceEnd::NoSeparator(q) => return Err(shape_in(seam.base, q)),
+                    PieceEnd::NoSeparator(q) => return Err(shape_in(seam.base, q, AFTER_ELEMENT)),
                     // The element at `q` runs past the bytes taken: all of the segment is in
                     // the seam, so it is carried on to the next segment.
                     PieceEnd::Cut(q) if whole => {
@@ -669,6 +666,9 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
         }
     }
 }
+
+/// What must follow an array element.
+const AFTER_ELEMENT: &str = "`,` or `]` after an array element";
 
 /// Bytes of a segment read by the seam past its first piece's start, so that the seam sees
 /// the element there begin.

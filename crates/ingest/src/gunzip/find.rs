@@ -14,13 +14,16 @@ use super::decode::Inflater;
 pub(super) fn dynamic_block(data: &[u8], from: u64, to: u64, inf: &mut Inflater) -> Option<u64> {
     let mut p = from;
     while p < to {
-        let mut found = candidates(peek_at(data, p));
+        // 128 bits from `p`: each of the 32 positions with the 61 bits after its first 13.
+        let w = u128::from(peek_at(data, p)) | u128::from(peek_at(data, p + 64)) << 64;
+        let mut found = candidates(w as u64);
         while found != 0 {
-            let q = p + u64::from(found.trailing_zeros());
+            let k = found.trailing_zeros();
+            let q = p + u64::from(k);
             if q >= to {
                 return None;
             }
-            if complete_code_lengths(data, q) && {
+            if complete_code_lengths((w >> (k + 13)) as u64) && {
                 let mut bits = Bits::at(data, q + 3);
                 inf.read_dynamic(&mut bits).is_ok()
             } {
@@ -44,12 +47,12 @@ fn candidates(w: u64) -> u64 {
     header & !hlit_over & !hdist_over & 0xffff_ffff
 }
 
-/// Whether the code-length code of the header at `p` is complete: with lengths of at most 7
-/// bits, their 2^(7 - len) sum to 2^7.
+/// Whether the code-length code of a header is complete: with lengths of at most 7 bits, their
+/// 2^(7 - len) sum to 2^7. `bits` are the header's from its 14th: HCLEN, then the lengths.
 #[inline(always)]
-fn complete_code_lengths(data: &[u8], p: u64) -> bool {
-    let count = (peek_at(data, p + 13) & 15) as u32 + 4;
-    let lens = peek_at(data, p + 17) & ((1 << (3 * count)) - 1);
+fn complete_code_lengths(bits: u64) -> bool {
+    let count = (bits & 15) as u32 + 4;
+    let lens = (bits >> 4) & ((1 << (3 * count)) - 1);
     // Four lengths at a time, by table. Random bits pass 128 (an over-subscribed code) within
     // the first twelve lengths: those are summed without a branch.
     let kraft = |shift: u32| u32::from(KRAFT[(lens >> shift & 0xfff) as usize]);

@@ -164,9 +164,10 @@ pub(crate) struct ParallelGunzip {
     accepted: u64,
     accepted_final: bool,
     read: u64,
-    /// The piece being read, from byte `at`.
+    /// The piece being read, `bytes[at..end]`.
     bytes: Vec<u8>,
     at: usize,
+    end: usize,
     crc: crc32fast::Hasher,
     len: u64,
     /// Bytes handed out in all.
@@ -210,6 +211,7 @@ impl ParallelGunzip {
             read: 0,
             bytes: Vec::new(),
             at: 0,
+            end: 0,
             crc: crc32fast::Hasher::new(),
             len: 0,
             delivered: 0,
@@ -317,13 +319,14 @@ impl ParallelGunzip {
                 break;
             }
         }
-        let Bytes { bytes, crc } = self.shared.translated(self.read).ok_or(HandOver)?;
+        let Bytes { bytes, len, crc } = self.shared.translated(self.read).ok_or(HandOver)?;
         self.read += 1;
         self.crc.combine(&crc);
-        self.len += bytes.len() as u64;
+        self.len += len as u64;
         let old = std::mem::replace(&mut self.bytes, bytes);
         self.shared.state().spare_bytes.push(old);
         self.at = 0;
+        self.end = len;
         Ok(())
     }
 
@@ -364,6 +367,7 @@ impl ParallelGunzip {
             ));
         }
         self.bytes = Vec::new();
+        self.end = 0;
         self.fallback = Some(dec);
         Ok(())
     }
@@ -378,8 +382,8 @@ impl Read for ParallelGunzip {
             if buf.is_empty() {
                 return Ok(0);
             }
-            if self.at < self.bytes.len() {
-                let n = buf.len().min(self.bytes.len() - self.at);
+            if self.at < self.end {
+                let n = buf.len().min(self.end - self.at);
                 buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
                 self.at += n;
                 self.delivered += n as u64;

@@ -37,10 +37,11 @@ pub(super) struct Piece {
     pub(super) symbols: Symbols,
 }
 
-/// A piece's bytes, with their CRC-32.
+/// A piece's bytes, `bytes[..len]`, with their CRC-32.
 #[derive(Debug)]
 pub(super) struct Bytes {
     pub(super) bytes: Vec<u8>,
+    pub(super) len: usize,
     pub(super) crc: crc32fast::Hasher,
 }
 
@@ -315,16 +316,16 @@ enum Done {
 
 /// The piece's bytes by `table`, with their CRC-32; the buffers back for reuse.
 fn translate(piece: Piece, table: ByteTable, mut bytes: Vec<u8>) -> (Bytes, Symbols, ByteTable) {
-    bytes.clear();
-    bytes.reserve_exact(piece.symbols.inflated().len());
-    bytes.extend(
-        piece
-            .symbols
-            .inflated()
-            .iter()
-            .map(|&s| table[usize::from(s)]),
-    );
+    let symbols = piece.symbols.inflated();
+    let len = symbols.len();
+    // Grown, never shrunk: a reused buffer is written in place, its room zeroed once.
+    if bytes.len() < len {
+        bytes.resize(len, 0);
+    }
+    for (b, &s) in bytes[..len].iter_mut().zip(symbols) {
+        *b = table[usize::from(s)];
+    }
     let mut crc = crc32fast::Hasher::new();
-    crc.update(&bytes);
-    (Bytes { bytes, crc }, piece.symbols, table)
+    crc.update(&bytes[..len]);
+    (Bytes { bytes, len, crc }, piece.symbols, table)
 }

@@ -35,7 +35,8 @@ use decode::{Inflater, Stop, WINDOW};
 use shared::{ByteTable, Bytes, Piece, Shared, CHUNK};
 
 /// Traces that inflate to less than this are inflated by `flate2` alone. The parallel reader
-/// holds 25–28 MiB more than `flate2` (eight workers' chunks, measured on the 1 GB trace),
+/// holds 25–28 MiB more than `flate2` (eight workers' chunks, measured on the 1 GB trace in
+/// session 16; 87 MiB in all for its `.gz` against 70 MiB for the plain file in session 20),
 /// and the rest of a `.gz` ingest about 0.07× the trace: from here on the whole stays within
 /// 0.1× the trace.
 const MIN_INFLATED: u64 = 900 << 20;
@@ -50,8 +51,9 @@ const MAX_WORKERS: usize = 8;
 /// is faster.
 const JUDGE_AFTER: usize = 4;
 
-/// Pieces accepted ahead of the one read, being translated.
-const ACCEPT_AHEAD: u64 = 3;
+/// Pieces accepted ahead of the one read, being translated. Two translate as fast as three
+/// (and 6 or 10: README, Performance, sessions 19 and 20), and hold one piece's symbols less.
+const ACCEPT_AHEAD: u64 = 2;
 
 /// A reader of `file`'s inflated bytes: on several cores for a large file, else `flate2`'s.
 pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
@@ -188,8 +190,9 @@ impl ParallelGunzip {
         file.read_exact_at(&mut head, 0).ok()?;
         let first = header_len(&head)? as u64 * 8;
         let threads = threads.max(1);
-        // Each worker busy, and two chunks done ahead of the reader.
-        let ahead = threads + 2;
+        // Each worker busy on a chunk the reader has not reached. More chunks done ahead held
+        // more symbols and did not read faster (README, Performance, session 20).
+        let ahead = threads;
         let shared = Arc::new(Shared::new(file, size, first, chunk, ahead)?);
         let workers = (0..threads)
             .map(|_| {

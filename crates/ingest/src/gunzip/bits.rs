@@ -99,16 +99,16 @@ impl<'a> Bits<'a> {
     }
 }
 
-/// 64 bits of `data` from bit `bit`, zeros past its end.
-pub(super) fn peek_at(data: &[u8], bit: u64) -> u64 {
+/// 120 bits of `data` from bit `bit` (at least: 128 less `bit % 8`), zeros past its end.
+pub(super) fn peek_at(data: &[u8], bit: u64) -> u128 {
     let at = (bit / 8) as usize;
-    let mut word = [0u8; 8];
-    if let Some(src) = data.get(at..at + 8) {
+    let mut word = [0u8; 16];
+    if let Some(src) = data.get(at..at + 16) {
         word.copy_from_slice(src);
     } else if let Some(src) = data.get(at..) {
         word[..src.len()].copy_from_slice(src);
     }
-    u64::from_le_bytes(word) >> (bit % 8)
+    u128::from_le_bytes(word) >> (bit % 8)
 }
 
 #[cfg(test)]
@@ -131,10 +131,6 @@ mod tests {
                 assert_eq!(bits.take(n), Some(want), "start {start}, at {at}");
                 at += n as usize;
                 assert_eq!(bits.position(), at as u64);
-                assert_eq!(
-                    peek_at(&data, at as u64) & 1,
-                    u64::from(all.get(at).copied().unwrap_or(0))
-                );
             }
         }
         let mut bits = Bits::at(&data, 300);
@@ -144,5 +140,18 @@ mod tests {
             ran_out |= bits.take(32).is_none();
         }
         assert!(ran_out && bits.overran());
+    }
+
+    /// The block search reads a header's 106 bits at once, from any bit of a byte: the bits
+    /// a misaligned peek drops at its word's end once hid real headers (session 21).
+    #[test]
+    fn a_peek_holds_120_bits_from_any_offset() {
+        let data: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+        let bit = |i: usize| u128::from(data.get(i / 8).map_or(0, |b| b >> (i % 8) & 1));
+        for start in 0..data.len() * 8 + 16 {
+            let want = (0..120).fold(0u128, |w, k| w | bit(start + k) << k);
+            let got = peek_at(&data, start as u64) & ((1 << 120) - 1);
+            assert_eq!(got, want, "from bit {start}");
+        }
     }
 }

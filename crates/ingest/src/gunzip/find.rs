@@ -14,8 +14,9 @@ use super::decode::Inflater;
 pub(super) fn dynamic_block(data: &[u8], from: u64, to: u64, inf: &mut Inflater) -> Option<u64> {
     let mut p = from;
     while p < to {
-        // 128 bits from `p`: each of the 32 positions with the 61 bits after its first 13.
-        let w = u128::from(peek_at(data, p)) | u128::from(peek_at(data, p + 64)) << 64;
+        // The bits from `p`: each of the 32 positions with the 61 bits after its first 13,
+        // 106 in all, wherever in a byte `p` falls.
+        let w = peek_at(data, p);
         let mut found = candidates(w as u64);
         while found != 0 {
             let k = found.trailing_zeros();
@@ -79,3 +80,69 @@ static KRAFT: [u8; 4096] = {
     }
     t
 };
+
+#[cfg(test)]
+mod tests {
+    use super::super::decode::{Stop, Symbols};
+    use super::*;
+    use std::io::Write;
+
+    /// Trace-like text with numbers that vary, deflated raw: many dynamic blocks.
+    fn deflated() -> Vec<u8> {
+        let mut text = Vec::new();
+        let mut x: u64 = 99;
+        for i in 0..60_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            writeln!(
+                text,
+                "{{\"name\": \"k{}\", \"ts\": {}, \"id\": {i}}},",
+                x >> 61,
+                x >> 40
+            )
+            .unwrap();
+        }
+        let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(6));
+        z.write_all(&text).unwrap();
+        z.finish().unwrap()
+    }
+
+    /// Where each block after the first starts, and its type.
+    fn block_starts(data: &[u8]) -> Vec<(u64, u64)> {
+        let (mut inf, mut out) = (Inflater::new(), Symbols::default());
+        let (mut pos, mut starts) = (0, Vec::new());
+        loop {
+            out.start();
+            let mut bits = Bits::at(data, pos);
+            let stop = inf.run(&mut bits, &mut out, pos + 1, usize::MAX, usize::MAX);
+            if stop.unwrap() == Stop::Final {
+                return starts;
+            }
+            pos = bits.position();
+            starts.push((pos, peek_at(data, pos) as u64 & 7));
+        }
+    }
+
+    #[test]
+    fn every_dynamic_block_is_found_from_any_bit_before_it() {
+        let data = deflated();
+        let starts = block_starts(&data);
+        let dynamic: Vec<u64> = starts
+            .iter()
+            .filter(|s| s.1 == 0b100)
+            .map(|s| s.0)
+            .collect();
+        assert!(dynamic.len() >= 8, "{starts:?}");
+        assert!(dynamic.iter().any(|s| s % 8 != 0));
+        let mut inf = Inflater::new();
+        for &s in &dynamic {
+            // From any bit before it: the block itself, or a false find before it.
+            for from in s.saturating_sub(64)..=s {
+                let found = dynamic_block(&data, from, s + 1, &mut inf);
+                assert!(found.is_some_and(|f| f <= s), "block at {s}, from {from}");
+            }
+            assert_eq!(dynamic_block(&data, s, s + 1, &mut inf), Some(s));
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! One gzip stream inflated on several cores.
 //!
 //! A deflate stream has no index: its blocks start at any bit, and each may copy bytes from
-//! the 32 KB before it. The compressed file is cut into chunks of [`CHUNK`] bytes, and workers
+//! the 32 KB before it. The compressed file is cut into chunks ([`chunk_for`]), and workers
 //! inflate them at the same time (rapidgzip's and pugz's approach):
 //! - a worker looks for the first block that starts in its chunk ([`find`]) and inflates from
 //!   there, to the first block boundary at or past the next chunk's start;
@@ -58,17 +58,37 @@ const ACCEPT_AHEAD: u64 = 2;
 /// A reader of `file`'s inflated bytes: on several cores for a large file, else `flate2`'s.
 pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores >= MIN_CORES && inflated_estimate(&file).is_some_and(|n| n >= MIN_INFLATED) {
-        return parallel_reader(file, (cores / 2).min(MAX_WORKERS), CHUNK);
+    let Some((size, inflated)) = sizes(&file) else {
+        return flate2_reader(file);
+    };
+    if cores >= MIN_CORES && inflated >= MIN_INFLATED {
+        let chunk = chunk_for(size, inflated);
+        return parallel_reader(file, (cores / 2).min(MAX_WORKERS), chunk);
     }
     flate2_reader(file)
 }
 
-/// What `file` inflates to, about: what its trailer says (past 4 GiB too, see
+/// `file`'s size, and what it inflates to, about: what its trailer says (past 4 GiB too, see
 /// [`crate::input::gzip_stated_size`]), or ten times its size when that is no estimate.
-fn inflated_estimate(file: &File) -> Option<u64> {
+fn sizes(file: &File) -> Option<(u64, u64)> {
     let size = file.metadata().ok()?.len();
-    Some(crate::input::gzip_stated_size(file).unwrap_or(size.saturating_mul(10)))
+    let inflated = crate::input::gzip_stated_size(file).unwrap_or(size.saturating_mul(10));
+    Some((size, inflated))
+}
+
+/// What a chunk should inflate to, about: what 64 KB of the 989 MB trace's gzip -1 (9.2×)
+/// does. zlib's level 9, which the PyTorch profiler writes, compresses that trace 15×: its
+/// 64 KB chunks held 94 MiB in all, at the 0.1× line, and 40–48 KB ones 85–86 MiB, as fast
+/// (README, Performance, session 21).
+const CHUNK_INFLATED: u64 = 640 << 10;
+
+/// The compressed bytes of a chunk of a stream of `size` bytes that inflates to `inflated`:
+/// [`CHUNK_INFLATED`] at the stream's ratio, from 32 KB to [`CHUNK`]. A chunk with no block
+/// start is searched whole for nothing: the 989 MB trace's gzip -1, whose blocks are about
+/// 64 KB, inflated 1.5–1.9× slower in chunks of 48 and 32 KB.
+fn chunk_for(size: u64, inflated: u64) -> u64 {
+    let ratio = inflated / size.max(1);
+    (CHUNK_INFLATED / ratio.max(1)).clamp(32 << 10, CHUNK)
 }
 
 /// The parallel reader, or `flate2`'s for a header it does not handle.
@@ -537,6 +557,15 @@ mod tests {
         };
         let n = io::copy(&mut r, &mut io::sink()).unwrap();
         eprintln!("{n} bytes in {:.3} s", start.elapsed().as_secs_f64());
+    }
+
+    #[test]
+    fn a_chunk_inflates_to_about_the_same_whatever_the_ratio() {
+        // The 989 MB trace as gzip -1 (9.2×) and as zlib's level 9 (15×).
+        assert_eq!(chunk_for(107_766_347, 989_440_024), 64 << 10);
+        assert_eq!(chunk_for(65_739_258, 989_440_024), (640 << 10) / 15);
+        assert_eq!(chunk_for(1 << 20, 100 << 20), 32 << 10);
+        assert_eq!(chunk_for(0, 0), 64 << 10);
     }
 
     #[test]

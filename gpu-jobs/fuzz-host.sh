@@ -1,8 +1,10 @@
 # Issue 15: the kineto (differential) and nsys fuzz targets on the GPU host's cores.
 # usage: fuzz-host.sh SECONDS_KINETO SECONDS_NSYS  (binaries: .gpuc/fz-{kineto,nsys}.xz, stripped)
+# or TARGETS="gunzip:300" fuzz-host.sh: any targets, each with its seconds.
 set -u
 R=$PWD; J=$(nproc)
-for t in kineto nsys; do xz -dc .gpuc/fz-$t.xz > /tmp/fz-$t && chmod +x /tmp/fz-$t; done
+TARGETS=${TARGETS:-"kineto:${1:-180} nsys:${2:-120}"}
+for tt in $TARGETS; do t=${tt%%:*}; xz -dc .gpuc/fz-$t.xz > /tmp/fz-$t && chmod +x /tmp/fz-$t; done
 run() {
   t=$1; secs=$2; dict=""; [ -f $R/tests/fuzz/$t.dict ] && dict="-dict=$R/tests/fuzz/$t.dict"
   rm -rf /tmp/c-$t /tmp/a-$t; mkdir -p /tmp/c-$t /tmp/a-$t; cd /tmp/a-$t
@@ -20,5 +22,4 @@ run() {
   fi
   cd $R
 }
-run kineto ${1:-180}
-run nsys ${2:-120}
+for tt in $TARGETS; do run ${tt%%:*} ${tt#*:}; done

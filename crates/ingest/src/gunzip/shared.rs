@@ -8,9 +8,10 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use super::bits::Bits;
 use super::decode::{Bad, Inflater, Stop, Symbols};
 
-/// Compressed bytes a worker takes at a time: output of about ten times that, held twice
-/// over as 16-bit symbols while the chunk waits. Larger chunks cost the finding of their
-/// first block less often, and hold more memory.
+/// The most compressed bytes a worker takes at a time (`chunk_for` takes less of a stream that
+/// compresses more than 10×): output of about ten times that, held twice over as 16-bit
+/// symbols while the chunk waits. Larger chunks cost the finding of their first block less
+/// often, and hold more memory.
 pub(super) const CHUNK: u64 = 64 << 10;
 
 /// How far past a chunk's end a worker reads before giving the chunk up.

@@ -596,6 +596,27 @@ mod tests {
         }
     }
 
+    /// A block longer than a chunk runs past the bytes a worker read, and its search resumes
+    /// at a bit inside a byte: every header must be found from there too, or the reader
+    /// inflates the chunk again itself (session 21's fix; before it, these streams were
+    /// handed to `flate2` after a few chunks).
+    #[test]
+    fn chunks_shorter_than_a_block_are_still_the_workers() {
+        let text = trace_text(200_000);
+        for level in [6, 9] {
+            let f = gzip_file(&[(&text, level)]);
+            for chunk in [4 << 10, 16 << 10] {
+                let (out, counts) = read_chunked(&f, 4, chunk).unwrap();
+                assert!(out == text);
+                // The final block's chunk is the reader's: the search finds no final block.
+                assert!(
+                    !counts.handed_over && counts.serial <= 1 && counts.parallel > 50,
+                    "level {level}, chunks of {chunk}: {counts:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_damaged_stream_fails_as_flate2_fails() {
         let text = trace_text(60_000);

@@ -539,24 +539,40 @@ mod tests {
         }
     }
 
-    /// The inflate alone, for the README's figures: `GZ=file.gz T=threads [C=chunk KB] cargo
-    /// test --release -p llmprof-ingest inflate_rate -- --ignored --nocapture`; `T=0` is
-    /// `flate2` alone.
+    /// The inflate alone, for the README's figures, with how the pieces were made:
+    /// `GZ=file.gz T=threads [C=chunk KB] cargo test --release -p llmprof-ingest inflate_rate
+    /// -- --ignored --nocapture`; `T=0` is `flate2` alone, and `C` is what `chunk_for` picks
+    /// unless given.
     #[test]
     #[ignore]
     fn inflate_rate() {
         let path = std::env::var("GZ").expect("GZ: a .gz file");
         let threads: usize = std::env::var("T").map_or(0, |t| t.parse().expect("T: a number"));
-        let chunk = std::env::var("C").map_or(CHUNK, |c| c.parse::<u64>().expect("C: KB") << 10);
         let file = File::open(&path).unwrap();
+        let (size, inflated) = sizes(&file).unwrap();
+        let chunk = std::env::var("C").map_or(chunk_for(size, inflated), |c| {
+            c.parse::<u64>().expect("C: KB") << 10
+        });
         let start = std::time::Instant::now();
-        let mut r = if threads == 0 {
-            flate2_reader(file)
-        } else {
-            Box::new(ParallelGunzip::new(file, threads, chunk).unwrap())
-        };
+        if threads == 0 {
+            let n = io::copy(&mut flate2_reader(file), &mut io::sink()).unwrap();
+            eprintln!("{n} bytes in {:.3} s", start.elapsed().as_secs_f64());
+            return;
+        }
+        let mut r = ParallelGunzip::new(file, threads, chunk).unwrap();
         let n = io::copy(&mut r, &mut io::sink()).unwrap();
-        eprintln!("{n} bytes in {:.3} s", start.elapsed().as_secs_f64());
+        let Counts {
+            parallel,
+            serial,
+            handed_over,
+        } = r.counts;
+        eprintln!(
+            "{n} bytes in {:.3} s; chunks of {} KB; pieces: {parallel} the workers', {serial} \
+             the reader's{}",
+            start.elapsed().as_secs_f64(),
+            chunk >> 10,
+            if handed_over { ", then flate2" } else { "" }
+        );
     }
 
     #[test]

@@ -58,14 +58,16 @@ const ACCEPT_AHEAD: u64 = 2;
 /// A reader of `file`'s inflated bytes: on several cores for a large file, else `flate2`'s.
 pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let Some((size, inflated)) = sizes(&file) else {
+    if cores < MIN_CORES {
         return flate2_reader(file);
-    };
-    if cores >= MIN_CORES && inflated >= MIN_INFLATED {
-        let chunk = chunk_for(size, inflated);
-        return parallel_reader(file, (cores / 2).min(MAX_WORKERS), chunk);
     }
-    flate2_reader(file)
+    match sizes(&file) {
+        Some((size, inflated)) if inflated >= MIN_INFLATED => {
+            let chunk = chunk_for(size, inflated);
+            parallel_reader(file, (cores / 2).min(MAX_WORKERS), chunk)
+        }
+        _ => flate2_reader(file),
+    }
 }
 
 /// `file`'s size, and what it inflates to, about: what its trailer says (past 4 GiB too, see

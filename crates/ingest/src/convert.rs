@@ -17,14 +17,15 @@ use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 
 use llmprof_bundle::{
-    is_library_range, is_warmup, Category, CategorySamples, Distribution, GraphTrace,
-    InstanceKernels, Kernel, KernelSamples, KernelStage, Launch, OpKind, OptU32, Severity, Stage,
-    StageInstance, StageKind, Timeline, TimelineCalls, TimelineKernels, TimelineMemOps,
-    TimelineRanges, Totals, SCHEMA_VERSION, TOP_KERNELS,
+    is_library_range, is_warmup, Category, CategorySamples, Distribution, InstanceKernels, Kernel,
+    KernelSamples, KernelStage, Launch, OpKind, OptU32, Severity, Stage, StageInstance, StageKind,
+    Timeline, TimelineCalls, TimelineKernels, TimelineMemOps, TimelineRanges, Totals,
+    SCHEMA_VERSION, TOP_KERNELS,
 };
 
 use crate::communication::Collectives;
 use crate::diagnostics::Diagnostics;
+use crate::fold::{InstanceAcc, LaunchView, OpFold, OpView, RangeFacts};
 use crate::intern::Interner;
 use crate::launched::LaunchedSet;
 use crate::launches::{Caller, LaunchCall, Launches};
@@ -348,25 +349,34 @@ impl TraceConverter {
             },
             || attribution.launch_missing_example.clone(),
         );
-        let graph_launch = self.mark_graph_ops(&attribution);
+        self.mark_graph_ops(&attribution);
         let order = self.start_order();
         let streams = self.streams();
-        let (inst, row_stage) = self.per_instance(&attribution, &graph_launch, &order);
-
         let members = self.members(&nesting);
-        let stages = self.build_stages(&nesting, &members, &inst);
+        let measured = self.measured_stages(&nesting, &members);
+        let facts = self.range_facts(&measured);
+        let mut fold = OpFold::new(&facts);
+        for &i in &order {
+            fold.op(self.view(i as usize, &attribution));
+        }
+        let folded = fold.finish();
+        drop(facts);
+        let stages = self.build_stages(&nesting, &members, &folded.inst);
         let mut row_stages: Vec<Vec<KernelStage>> = vec![Vec::new(); self.rows.len()];
-        for ((row, stage), (calls, total_ns)) in row_stage {
+        for ((row, stage), (calls, total_ns)) in folded.row_stage {
             row_stages[row as usize].push(KernelStage {
                 stage,
                 calls,
                 total_ns,
             });
         }
-        let (kernels, row_to_id) = self.build_kernels(row_stages);
+        let (kernels, row_to_id) = self.build_kernels(row_stages, folded.durations);
         let instance_kernels =
-            self.instance_kernels(&nesting, &members, &attribution, &kernels, &row_to_id);
-        let totals = self.build_totals(&attribution, &order, streams.len());
+            self.instance_kernels(&measured, &members, &folded.samples, &kernels, &row_to_id);
+        let totals = Totals {
+            streams: streams.len() as u32,
+            ..folded.totals
+        };
         before_timeline();
         let timeline = self.build_timeline(&nesting, attribution, &row_to_id, &order, streams);
         TraceParts {
@@ -403,12 +413,8 @@ impl TraceConverter {
     }
 
     /// Marks every op a graph launch ran (its launch call is a graph launch, or the source
-    /// placed it in a graph) and counts graph calls per row; returns, per launch record, whether
-    /// it launched a graph.
-    fn mark_graph_ops(&mut self, attribution: &Attribution) -> Vec<bool> {
-        let mut graph_launch: Vec<bool> = (0..self.launches.len())
-            .map(|l| self.launches.graph(l))
-            .collect();
+    /// placed it in a graph) and counts graph calls per row.
+    fn mark_graph_ops(&mut self, attribution: &Attribution) {
         for i in 0..self.ops.len() {
             // The op's launch, as the attribution joined it, is a graph launch.
             let by_call = attribution
@@ -425,106 +431,47 @@ impl TraceConverter {
             }
             if self.ops.graph(i).is_some() {
                 self.rows[self.ops.row[i] as usize].graph_calls += 1;
-                if let Some(l) = attribution.launch(i) {
-                    graph_launch[l] = true;
-                }
             }
         }
-        graph_launch
     }
 
-    /// Per range instance: GPU ops and the projected span as `nvtx_gpu_proj_sum` counts them,
-    /// kernels, launch calls, busy unions; per (row, stage): calls and time (a call counts once
-    /// per stage however many of its instances nest).
-    fn per_instance(
-        &self,
-        attribution: &Attribution,
-        graph_launch: &[bool],
-        order: &[u32],
-    ) -> (Vec<InstanceAcc>, RowStage) {
-        let mut inst = vec![InstanceAcc::default(); self.ranges.len()];
-        // Per range: the union of its ops' intervals, and of its graph ops' (fed in start
-        // order).
-        let mut busy = vec![(Union::default(), Union::default()); self.ranges.len()];
-        let mut row_stage = RowStage::default();
-        let mut seen_stages: Vec<u32> = Vec::new();
-        for &op_idx in order {
-            let op_idx = op_idx as usize;
-            let ops = &self.ops;
-            let (start, end, kind) = (ops.start[op_idx], ops.end[op_idx], ops.kind[op_idx]);
-            let in_graph = ops.graph(op_idx).is_some();
-            let containing = attribution.ranges_of(op_idx);
-            let dur = span(start, end);
-            seen_stages.clear();
-            for &r in containing {
-                let a = &mut inst[r as usize];
-                if kind == OpKind::Kernel {
-                    a.kernel_ns += dur;
-                    a.kernels += 1;
-                    a.graph_kernels += u64::from(in_graph);
-                }
-                // Nsight Systems projects kernels, memcpys and memsets, not graph spans.
-                if kind != OpKind::Graph {
-                    a.gpu_start = Some(a.gpu_start.map_or(start, |s: i64| s.min(start)));
-                    a.gpu_end = Some(a.gpu_end.map_or(end, |e: i64| e.max(end)));
-                }
-                a.last_end = Some(a.last_end.map_or(end, |e: i64| e.max(end)));
-                let (all, graph) = &mut busy[r as usize];
-                all.add(start, end);
-                if in_graph {
-                    graph.add(start, end);
-                }
-                let stage = self.ranges[r as usize].stage;
-                if !seen_stages.contains(&stage) {
-                    seen_stages.push(stage);
-                    let e = row_stage.entry((ops.row[op_idx], stage)).or_default();
-                    e.0 += 1;
-                    e.1 += dur;
-                }
-            }
+    /// Op `i` as the fold sees it.
+    fn view<'a>(&self, i: usize, attribution: &'a Attribution) -> OpView<'a> {
+        let ops = &self.ops;
+        let launch = attribution.launch(i).map(|l| LaunchView {
+            key: l,
+            cost: span(self.launches.start[l], self.launches.end[l]),
+        });
+        OpView {
+            start: ops.start[i],
+            end: ops.end[i],
+            kind: ops.kind[i],
+            row: ops.row[i],
+            graph: ops.graph(i),
+            process: self.process(i),
+            correlation: ops.correlation(i),
+            launch,
+            ranges: attribution.ranges_of(i),
         }
-        self.count_launches(attribution, graph_launch, &mut inst);
-        for ((a, r), (all, graph)) in inst.iter_mut().zip(&self.ranges).zip(busy) {
-            a.window_ns = span(r.start, a.last_end.map_or(r.end, |e| e.max(r.end)));
-            a.busy = all.len();
-            a.graph_busy = graph.len();
-        }
-        (inst, row_stage)
     }
 
-    /// Launch calls per instance, each once however many ops it ran (a launch's ops share its
-    /// ranges): all of them, the graph launches, and, as `nvtx_gpu_proj_sum`'s GPU ops, those
-    /// that ran a kernel, memcpy or memset.
-    fn count_launches(
-        &self,
-        attribution: &Attribution,
-        graph_launch: &[bool],
-        inst: &mut [InstanceAcc],
-    ) {
-        let mut counted = vec![false; self.launches.len()];
-        let mut counted_op = vec![false; self.launches.len()];
-        for op_idx in 0..self.ops.len() {
-            let Some(l) = attribution.launch(op_idx) else {
-                continue;
-            };
-            let ranges = attribution.ranges_of(op_idx);
-            if !std::mem::replace(&mut counted[l], true) {
-                let cost = span(self.launches.start[l], self.launches.end[l]);
-                for &r in ranges {
-                    let a = &mut inst[r as usize];
-                    a.launches += 1;
-                    a.launch_ns += cost;
-                    a.graph_launches += u64::from(graph_launch[l]);
-                }
-            }
-            if self.ops.kind[op_idx] != OpKind::Graph
-                && !std::mem::replace(&mut counted_op[l], true)
-            {
-                for &r in ranges {
-                    inst[r as usize].gpu_ops += 1;
-                }
-            }
-        }
+    /// Per stage, whether it is measured ([`Self::is_measured`]).
+    fn measured_stages(&self, nesting: &Nesting, members: &[Vec<usize>]) -> Vec<bool> {
+        (0..self.stage_keys.len())
+            .map(|id| self.is_measured(id, &members[id], nesting))
+            .collect()
+    }
+
+    /// What the fold needs of each range instance.
+    fn range_facts(&self, measured: &[bool]) -> Vec<RangeFacts> {
+        (self.ranges.iter())
+            .map(|r| RangeFacts {
+                stage: r.stage,
+                start: r.start,
+                end: r.end,
+                measured: measured[r.stage as usize],
+            })
+            .collect()
     }
 
     /// Per stage, its range instances in nesting order (the order of `instance_list`).
@@ -626,29 +573,20 @@ impl TraceConverter {
         }
     }
 
-    /// Per row, the durations of its ops (gathered here rather than kept from the start: the
-    /// ops hold them already).
-    fn row_durations(&self) -> Vec<Vec<u64>> {
-        let mut counts = vec![0usize; self.rows.len()];
-        for &row in &self.ops.row {
-            counts[row as usize] += 1;
-        }
-        let mut out: Vec<Vec<u64>> = counts.into_iter().map(Vec::with_capacity).collect();
-        for (i, &row) in self.ops.row.iter().enumerate() {
-            out[row as usize].push(self.ops.dur(i));
-        }
-        out
-    }
-
     /// Kernel rows sorted like `cuda_gpu_kern_sum` (total time, descending); returns the rows
     /// and the map from accumulation order to final id.
-    fn build_kernels(&self, row_stages: Vec<Vec<KernelStage>>) -> (Vec<Kernel>, Vec<u32>) {
+    fn build_kernels(
+        &self,
+        row_stages: Vec<Vec<KernelStage>>,
+        mut durations: Vec<Vec<u64>>,
+    ) -> (Vec<Kernel>, Vec<u32>) {
+        durations.resize_with(self.rows.len(), Vec::new);
         let mut kind_total: HashMap<OpKind, u64> = HashMap::default();
         let mut rows: Vec<(u32, Kernel)> = self
             .rows
             .iter()
             .zip(row_stages)
-            .zip(self.row_durations())
+            .zip(durations)
             .enumerate()
             .map(|(i, ((acc, mut by_stage), mut durations))| {
                 let d = Distribution::from_samples(&mut durations);
@@ -717,105 +655,32 @@ impl TraceConverter {
 
     /// Kernel time per instance of each measured stage, by category and for the run's top
     /// kernels (`kernels` rows of kind kernel with an id below [`TOP_KERNELS`]; kernel rows
-    /// sort first, by total time). Series that are 0 in every instance are left out.
+    /// sort first, by total time), from the fold's per (instance, row) sums. Series that are 0
+    /// in every instance are left out.
     fn instance_kernels(
         &self,
-        nesting: &Nesting,
+        measured: &[bool],
         by_stage: &[Vec<usize>],
-        attribution: &Attribution,
+        samples: &HashMap<(u32, u32), u64>,
         kernels: &[Kernel],
         row_to_id: &[u32],
     ) -> Vec<InstanceKernels> {
-        let measured: Vec<bool> = (0..self.stage_keys.len())
-            .map(|id| self.is_measured(id, &by_stage[id], nesting))
-            .collect();
         let mut acc: Vec<Option<SampleAcc>> = vec![None; self.ranges.len()];
-        for op_idx in 0..self.ops.len() {
-            if self.ops.kind[op_idx] != OpKind::Kernel {
-                continue;
-            }
-            let id = row_to_id[self.ops.row[op_idx] as usize] as usize;
+        for (&(r, row), &ns) in samples {
+            let id = row_to_id[row as usize] as usize;
             let Some(k) = kernels.get(id) else { continue };
-            let cat = Category::ALL.iter().position(|&c| c == k.category);
-            let top = (id < TOP_KERNELS).then_some(id);
-            let dur = self.ops.dur(op_idx);
-            for &r in attribution.ranges_of(op_idx) {
-                if !measured[self.ranges[r as usize].stage as usize] {
-                    continue;
-                }
-                let a = acc[r as usize].get_or_insert_with(SampleAcc::default);
-                if let Some(c) = cat {
-                    a.category[c] += dur;
-                }
-                if let Some(t) = top {
-                    a.top[t] += dur;
-                }
+            let a = acc[r as usize].get_or_insert_with(SampleAcc::default);
+            if let Some(c) = Category::ALL.iter().position(|&c| c == k.category) {
+                a.category[c] += ns;
+            }
+            if id < TOP_KERNELS {
+                a.top[id] += ns;
             }
         }
         (0..self.stage_keys.len())
             .filter(|&id| measured[id])
             .map(|id| stage_samples(id as u32, &by_stage[id], &acc))
             .collect()
-    }
-
-    fn build_totals(&self, attribution: &Attribution, order: &[u32], streams: usize) -> Totals {
-        let mut t = Totals::default();
-        let mut graph_calls: Vec<(u64, i64)> = Vec::new();
-        let ops = &self.ops;
-        for i in 0..ops.len() {
-            let dur = ops.dur(i);
-            match ops.kind[i] {
-                OpKind::Kernel => {
-                    t.kernels += 1;
-                    t.kernel_ns += dur;
-                    t.graph_kernels += u64::from(ops.graph(i).is_some());
-                }
-                OpKind::Memcpy => {
-                    t.memcpys += 1;
-                    t.memcpy_ns += dur;
-                }
-                OpKind::Memset => {
-                    t.memsets += 1;
-                    t.memset_ns += dur;
-                }
-                OpKind::Graph => {
-                    t.graphs += 1;
-                    t.graph_ns += dur;
-                }
-            }
-            if let (Some(_), Some(c)) = (ops.graph(i), ops.correlation(i)) {
-                // A graph launch's ops mostly come together: one entry for the run of them.
-                let call = (self.process(i), c);
-                if graph_calls.last() != Some(&call) {
-                    graph_calls.push(call);
-                }
-            }
-        }
-        graph_calls.sort_unstable();
-        graph_calls.dedup();
-        t.graph_launches = graph_calls.len() as u64;
-        t.graph_trace = if t.graphs > 0 {
-            Some(GraphTrace::Graph)
-        } else if (0..ops.len()).any(|i| ops.graph(i).is_some()) {
-            Some(GraphTrace::Node)
-        } else {
-            None
-        };
-        let first = ops.start.iter().min();
-        let last = ops.end.iter().max();
-        if let (Some(&f), Some(&l)) = (first, last) {
-            t.gpu_span_ns = span(f, l);
-        }
-        let mut busy = Union::default();
-        for &i in order {
-            busy.add(ops.start[i as usize], ops.end[i as usize]);
-        }
-        t.gpu_busy_ns = busy.len();
-        t.unattributed_gpu_ops = (0..ops.len())
-            .filter(|&i| attribution.ranges_of(i).is_empty())
-            .count() as u64;
-        t.streams = streams as u32;
-        t
     }
 
     /// Op indices by start, then end, then input order.
@@ -981,9 +846,6 @@ impl TraceConverter {
     }
 }
 
-/// Per (kernel row, stage): calls and total time.
-type RowStage = HashMap<(u32, u32), (u64, u64)>;
-
 /// One range instance's kernel time per category ([`Category::ALL`] order) and per top kernel
 /// (by kernel id).
 #[derive(Debug, Clone, Default)]
@@ -1019,25 +881,6 @@ fn stage_samples(stage: u32, members: &[usize], acc: &[Option<SampleAcc>]) -> In
             })
             .collect(),
     }
-}
-
-#[derive(Debug, Clone, Default)]
-struct InstanceAcc {
-    gpu_ops: u64,
-    launches: u64,
-    launch_ns: u64,
-    graph_launches: u64,
-    kernels: u64,
-    graph_kernels: u64,
-    kernel_ns: u64,
-    gpu_start: Option<i64>,
-    gpu_end: Option<i64>,
-    busy: u64,
-    graph_busy: u64,
-    /// End of the last attributed GPU op, graph spans included.
-    last_end: Option<i64>,
-    /// The range's wall time, extended to `last_end` when its GPU work outlasts it.
-    window_ns: u64,
 }
 
 /// Range order, nesting depth and enclosing range per thread.
@@ -1247,31 +1090,6 @@ fn graph_row_name(graph: u32) -> String {
 /// `end - start` in ns, 0 when negative, without overflow for any pair of i64 timestamps.
 pub(crate) fn span(start: i64, end: i64) -> u64 {
     (end as i128 - start as i128).clamp(0, u64::MAX as i128) as u64
-}
-
-/// The total length of the union of `[start, end)` intervals fed in (start, end) order.
-#[derive(Debug, Clone, Copy, Default)]
-struct Union {
-    closed: u64,
-    /// The run of overlapping intervals still open to extension.
-    open: Option<(i64, i64)>,
-}
-
-impl Union {
-    fn add(&mut self, start: i64, end: i64) {
-        self.open = match self.open {
-            Some((s, e)) if start <= e => Some((s, e.max(end))),
-            Some((s, e)) => {
-                self.closed += span(s, e);
-                Some((start, end))
-            }
-            None => Some((start, end)),
-        };
-    }
-
-    fn len(&self) -> u64 {
-        self.closed + self.open.map_or(0, |(s, e)| span(s, e))
-    }
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -1537,7 +1355,7 @@ mod tests {
             (s.gpu_busy_ns, s.graph_busy_ns, s.gpu_proj_ns),
             (40, 30, 150)
         );
-        assert_eq!(p.totals.graph_trace, Some(GraphTrace::Node));
+        assert_eq!(p.totals.graph_trace, Some(llmprof_bundle::GraphTrace::Node));
         assert_eq!((p.totals.graph_kernels, p.totals.graph_launches), (3, 1));
         assert_eq!(p.kernels[0].graph_calls, 3);
         assert_eq!(
@@ -1576,7 +1394,10 @@ mod tests {
             (s.gpu_proj_ns, s.gpu_busy_ns, s.graph_busy_ns),
             (10, 110, 100)
         );
-        assert_eq!(p.totals.graph_trace, Some(GraphTrace::Graph));
+        assert_eq!(
+            p.totals.graph_trace,
+            Some(llmprof_bundle::GraphTrace::Graph)
+        );
         assert_eq!(
             (p.totals.graphs, p.totals.graph_ns, p.totals.kernels),
             (1, 100, 1)
@@ -1606,19 +1427,5 @@ mod tests {
             s.gpu_busy_pct, 40.0,
             "100 ns busy in a 250 ns window, not 100% of 100 ns"
         );
-    }
-
-    #[test]
-    fn union_merges_overlaps() {
-        let len = |intervals: &[(i64, i64)]| {
-            let mut u = Union::default();
-            for &(s, e) in intervals {
-                u.add(s, e);
-            }
-            u.len()
-        };
-        assert_eq!(len(&[(0, 10), (5, 15), (20, 30)]), 25);
-        assert_eq!(len(&[(0, 10), (10, 12), (11, 11)]), 12);
-        assert_eq!(len(&[]), 0);
     }
 }

@@ -11,6 +11,7 @@ pub mod communication;
 pub mod convert;
 pub mod diagnostics;
 pub mod error;
+mod fold;
 pub mod gunzip;
 mod inflate;
 pub mod input;

@@ -36,7 +36,13 @@ fn ingested() -> &'static Ingested {
             Step::Assembling => steps.push("assembling"),
         })
         .expect("ingest");
-        let run = (i.bundle, i.timeline.expect("timeline"));
+        let run = (
+            i.bundle,
+            i.timeline
+                .expect("timeline")
+                .into_timeline()
+                .expect("loads"),
+        );
         Ingested { run, steps, reads }
     })
 }

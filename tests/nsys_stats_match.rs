@@ -22,7 +22,13 @@ fn ingest_nsys_with_timeline(path: std::path::PathBuf) -> (Bundle, Timeline) {
         ..Default::default()
     };
     let done = ingest(&req, &mut |_| {}).expect("ingest");
-    (done.bundle, done.timeline.expect("a timeline"))
+    (
+        done.bundle,
+        done.timeline
+            .expect("a timeline")
+            .into_timeline()
+            .expect("loads"),
+    )
 }
 
 fn bundle() -> &'static Bundle {
@@ -239,6 +245,8 @@ fn graph_launches_and_kernels_at_both_levels() {
     )
     .unwrap()
     .timeline
+    .unwrap()
+    .into_timeline()
     .unwrap();
     let in_graph4 = t.kernels.graph.iter().filter(|g| **g == Some(4)).count();
     assert_eq!(in_graph4, 2000);
@@ -452,6 +460,7 @@ fn timeline_holds_every_gpu_op_and_range() {
         ..Default::default()
     };
     let t = ingest(&req, &mut |_| {}).unwrap().timeline.unwrap();
+    let t = t.into_timeline().unwrap();
     assert_eq!(t.kernels.start.len() as u64, b.totals.kernels);
     assert_eq!(
         t.mem_ops.start.len() as u64,

@@ -49,7 +49,7 @@ fn fixture_json() -> &'static (String, String) {
         got.bundle.analysis = Some(llmprof_analysis::analyze(&got.bundle));
         (
             serde_json::to_string(&got.bundle).unwrap(),
-            serde_json::to_string(&got.timeline.unwrap()).unwrap(),
+            serde_json::to_string(&got.timeline.unwrap().into_timeline().unwrap()).unwrap(),
         )
     })
 }

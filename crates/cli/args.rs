@@ -478,6 +478,7 @@ impl IngestArgs {
             stage_names: Vec::new(),
             warmup_instances: self.workload.warmup_instances,
             relative_to: None,
+            spill_dir: Some(self.out.clone()),
         };
         let ranks = if n > 1 {
             (0..n)

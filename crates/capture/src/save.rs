@@ -58,6 +58,7 @@ pub(crate) fn request(plan: &Plan, output: &CaptureOutput) -> IngestRequest {
         label: Some(label.clone()),
         stage_names: output.capture.stage_names.clone(),
         relative_to: Some(output.work_dir.clone()),
+        spill_dir: Some(output.work_dir.clone()),
         workload: plan.opts.cmd_analysis.workload.clone(),
         peak_tflops: plan.opts.cmd_analysis.peak_tflops,
         peak_gbps: plan.opts.cmd_analysis.peak_gbps,

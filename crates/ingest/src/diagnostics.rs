@@ -9,7 +9,7 @@ use llmprof_bundle::{Diagnostic, Severity, Source};
 const EXAMPLE_CHARS: usize = 300;
 
 /// Accumulates [`Diagnostic`]s for one input file.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Diagnostics {
     source: Source,
     file: String,

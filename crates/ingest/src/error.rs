@@ -22,6 +22,12 @@ pub enum IngestError {
         path: PathBuf,
         message: String,
     },
+    #[error("`{}`: cannot write the timeline's columns there while they are built: {source}", path.display())]
+    Spill {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("nothing to ingest: give at least one of --nsys, --kineto or --ncu")]
     NoInputs,
 }

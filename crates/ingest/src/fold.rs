@@ -82,7 +82,7 @@ pub(crate) struct Folded {
     pub inst: Vec<InstanceAcc>,
     pub row_stage: RowStage,
     /// Per row, the durations of its ops.
-    pub durations: Vec<Vec<u64>>,
+    pub durations: Vec<Durations>,
     /// Per (range instance of a measured stage, kernel row): kernel time.
     pub samples: HashMap<(u32, u32), u64>,
     /// Everything but `streams`.
@@ -91,8 +91,8 @@ pub(crate) struct Folded {
 
 /// The sums, op by op. See the module docs.
 #[derive(Debug)]
-pub(crate) struct OpFold<'r> {
-    ranges: &'r [RangeFacts],
+pub(crate) struct OpFold {
+    ranges: Vec<RangeFacts>,
     inst: Vec<InstanceAcc>,
     /// Per range: the union of its ops' intervals, and of its graph ops'.
     busy: Vec<(Union, Union)>,
@@ -106,7 +106,7 @@ pub(crate) struct OpFold<'r> {
     /// `(process, correlation)` of graph ops whose launch call is not in the trace.
     unlaunched_graph_calls: Vec<(u64, i64)>,
     samples: HashMap<(u32, u32), u64>,
-    durations: Vec<Vec<u64>>,
+    durations: Vec<Durations>,
     totals: Totals,
     all_busy: Union,
     first_start: Option<i64>,
@@ -114,12 +114,12 @@ pub(crate) struct OpFold<'r> {
     any_graph: bool,
 }
 
-impl<'r> OpFold<'r> {
-    pub fn new(ranges: &'r [RangeFacts]) -> Self {
+impl OpFold {
+    pub fn new(ranges: Vec<RangeFacts>) -> Self {
         OpFold {
-            ranges,
             inst: vec![InstanceAcc::default(); ranges.len()],
             busy: vec![(Union::default(), Union::default()); ranges.len()],
+            ranges,
             row_stage: RowStage::default(),
             seen_stages: Vec::new(),
             counted: BitSet::default(),
@@ -143,7 +143,7 @@ impl<'r> OpFold<'r> {
         self.add_launch(&op);
         let row = op.row as usize;
         if self.durations.len() <= row {
-            self.durations.resize_with(row + 1, Vec::new);
+            self.durations.resize_with(row + 1, Durations::default);
         }
         self.durations[row].push(span(op.start, op.end));
     }
@@ -248,7 +248,7 @@ impl<'r> OpFold<'r> {
     }
 
     pub fn finish(mut self) -> Folded {
-        for ((a, r), (all, graph)) in self.inst.iter_mut().zip(self.ranges).zip(self.busy) {
+        for ((a, r), (all, graph)) in self.inst.iter_mut().zip(&self.ranges).zip(self.busy) {
             a.window_ns = span(r.start, a.last_end.map_or(r.end, |e| e.max(r.end)));
             a.busy = all.len();
             a.graph_busy = graph.len();
@@ -276,6 +276,45 @@ impl<'r> OpFold<'r> {
             samples: self.samples,
             totals: t,
         }
+    }
+}
+
+/// One row's op durations, in 4 bytes each where they fit (kernels of more than 4.3 s are
+/// rare) and blocks of [`Durations::BLOCK`], so that a row's storage is never more than a
+/// block larger than its durations: millions of ops, whose durations the medians need.
+#[derive(Debug, Default)]
+pub(crate) struct Durations {
+    blocks: Vec<Vec<u32>>,
+    long: Vec<u64>,
+}
+
+impl Durations {
+    const BLOCK: usize = 4096;
+
+    fn push(&mut self, d: u64) {
+        let Ok(d) = u32::try_from(d) else {
+            self.long.push(d);
+            return;
+        };
+        match self.blocks.last_mut() {
+            Some(b) if b.len() < Self::BLOCK => b.push(d),
+            _ => {
+                let mut b = Vec::with_capacity(Self::BLOCK);
+                b.push(d);
+                self.blocks.push(b);
+            }
+        }
+    }
+
+    /// Every duration, in no particular order.
+    pub fn into_vec(self) -> Vec<u64> {
+        let short = self.blocks.iter().map(Vec::len).sum::<usize>();
+        let mut out = Vec::with_capacity(short + self.long.len());
+        for b in self.blocks {
+            out.extend(b.into_iter().map(u64::from));
+        }
+        out.extend(self.long);
+        out
     }
 }
 
@@ -332,6 +371,20 @@ mod tests {
             u.add(s, e);
         }
         assert_eq!(u.len(), 15 + 11);
+    }
+
+    #[test]
+    fn durations_come_back_whole_past_a_block_and_past_u32() {
+        let mut d = Durations::default();
+        let want: Vec<u64> = (0..10_000u64)
+            .chain([u64::from(u32::MAX) + 1, u64::MAX])
+            .collect();
+        for &v in &want {
+            d.push(v);
+        }
+        let mut got = d.into_vec();
+        got.sort_unstable();
+        assert_eq!(got, want);
     }
 
     #[test]

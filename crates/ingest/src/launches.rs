@@ -2,7 +2,7 @@
 //! holds millions), and their conversion into the timeline's launch-call columns, which drops
 //! each launch column as soon as the call columns no longer need it.
 
-use llmprof_bundle::TimelineCalls;
+use llmprof_bundle::{OptU32, TimelineCalls};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::convert::span;
@@ -117,33 +117,53 @@ impl Launches {
         drop(start);
         calls.correlation = pick(&correlation);
         drop(correlation);
-        let mut thread_ids: HashMap<u64, u32> = HashMap::default();
+        let mut tables = CallTables::default();
         calls.thread = (used.iter())
-            .map(|&l| {
-                let tid = callers[caller[l as usize] as usize].2;
-                *thread_ids.entry(tid).or_insert_with(|| {
-                    calls.threads.push(tid);
-                    calls.threads.len() as u32 - 1
-                })
-            })
+            .map(|&l| tables.thread(callers[caller[l as usize] as usize].2))
             .collect();
         drop(caller);
-        let mut name_ids: HashMap<(u32, bool), u32> = HashMap::default();
         calls.name = (used.iter())
             .map(|&l| {
                 let a = api[l as usize];
-                let (id, driver) = ((a & API).checked_sub(1), a & DRIVER != 0);
-                let name = id.map(|id| {
-                    *name_ids.entry((id, driver)).or_insert_with(|| {
-                        calls.names.push(strings.get(id).to_string());
-                        calls.driver.push(driver);
-                        calls.names.len() as u32 - 1
-                    })
-                });
-                name.into()
+                tables.name((a & API).checked_sub(1), a & DRIVER != 0, strings)
             })
             .collect();
+        (calls.threads, calls.names, calls.driver) = (tables.threads, tables.names, tables.driver);
         calls
+    }
+}
+
+/// The thread and API name tables of the timeline's call columns, filled in first-sight order
+/// as the calls' columns are written.
+#[derive(Debug, Default)]
+pub(crate) struct CallTables {
+    thread_ids: HashMap<u64, u32>,
+    name_ids: HashMap<(u32, bool), u32>,
+    pub threads: Vec<u64>,
+    pub names: Vec<String>,
+    pub driver: Vec<bool>,
+}
+
+impl CallTables {
+    /// The index of OS thread `tid` in `threads`.
+    pub fn thread(&mut self, tid: u64) -> u32 {
+        let threads = &mut self.threads;
+        *self.thread_ids.entry(tid).or_insert_with(|| {
+            threads.push(tid);
+            threads.len() as u32 - 1
+        })
+    }
+
+    /// The index in `names` of interned API name `api` of a driver or runtime call.
+    pub fn name(&mut self, api: Option<u32>, driver: bool, strings: &Interner) -> OptU32 {
+        let (names, drivers) = (&mut self.names, &mut self.driver);
+        OptU32::from(api.map(|id| {
+            *self.name_ids.entry((id, driver)).or_insert_with(|| {
+                names.push(strings.get(id).to_string());
+                drivers.push(driver);
+                names.len() as u32 - 1
+            })
+        }))
     }
 }
 

@@ -32,14 +32,15 @@ use std::path::{Path, PathBuf};
 
 use llmprof_bundle::{
     Bundle, Device, Environment, InputFile, ModelInfo, NcuKernel, Operator, Severity, Source,
-    Timeline, TimelineInfo, Workload, TIMELINE_FILE,
+    TimelineInfo, Workload, TIMELINE_FILE,
 };
 
-use crate::convert::TraceConverter;
+use crate::convert::{Conversion, TraceConverter};
 use crate::diagnostics::Diagnostics;
 use crate::error::what;
 pub use crate::error::IngestError;
 use crate::paths::PathNames;
+pub use llmprof_store::RunTimeline;
 
 /// What to ingest.
 #[derive(Debug, Clone, Default)]
@@ -69,6 +70,10 @@ pub struct IngestRequest {
     /// The directory the bundle names files relative to: a capture's working directory,
     /// whose `raw/` becomes the run's. `None`: files are named as given.
     pub relative_to: Option<PathBuf>,
+    /// Where a timeline written to disk as it is built (an Nsight Systems export's) goes
+    /// until the run is written: best the runs directory, on the disk that will hold it.
+    /// `None`: the system's temporary directory.
+    pub spill_dir: Option<PathBuf>,
 }
 
 /// Where a `--warmup-instances` count came from, as the bundle records it.
@@ -91,7 +96,7 @@ pub struct WorkloadFlags {
 #[derive(Debug)]
 pub struct Ingested {
     pub bundle: Bundle,
-    pub timeline: Option<Timeline>,
+    pub timeline: Option<RunTimeline>,
 }
 
 /// A step of [`ingest`], reported to the caller for progress display.
@@ -157,15 +162,16 @@ pub fn ingest(
         });
         (timeline, operators)
     });
+    let timeline = timeline?;
     run.attach_operators(operators);
     run.attach_ncu();
-    Ok(run.finish(timeline))
+    run.finish(timeline)
 }
 
 /// The timing source's converter and diagnostics, finished together in
 /// [`Assembly::finish_timing`].
 struct Timing {
-    conv: TraceConverter,
+    conv: Conversion,
     diags: Diagnostics,
 }
 
@@ -221,11 +227,12 @@ impl<'r> Assembly<'r> {
             source: Source::Nsys,
             path,
         });
-        let mut conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
+        let conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
         let mut diags = Diagnostics::new(Source::Nsys, self.names().file(path));
         let process = self.req.nsys_process;
-        self.facts
-            .push(nsys::read_process(path, process, &mut conv, &mut diags)?);
+        let spill = self.spill_dir();
+        let (facts, conv) = nsys::read_process(path, process, conv, &spill, &mut diags)?;
+        self.facts.push(facts);
         self.bundle.inputs.push(self.input_file(Source::Nsys, path));
         self.bundle.timing_source = Some(Source::Nsys);
         self.timing = Some(Timing { conv, diags });
@@ -261,7 +268,10 @@ impl<'r> Assembly<'r> {
             // Shapes describe this trace's own pass only: use them when it is the timing
             // source (with --nsys the passes differ, e.g. in decode steps).
             self.base_workload = workload::from_inferred(&k.inferred);
-            self.timing = Some(Timing { conv, diags });
+            self.timing = Some(Timing {
+                conv: Conversion::Batch(conv),
+                diags,
+            });
         } else {
             diags.note(
                 "kineto.timing_from_nsys",
@@ -331,40 +341,47 @@ impl<'r> Assembly<'r> {
     /// Finishes the timing source's converter into the bundle's stages, kernels, totals and
     /// timeline info; its diagnostics go before those recorded so far. Returns the timeline.
     /// `before_timeline` runs before the timeline is built (or at once, with no timing source).
-    fn finish_timing(&mut self, before_timeline: impl FnOnce()) -> Option<Timeline> {
+    fn finish_timing(
+        &mut self,
+        before_timeline: impl FnOnce(),
+    ) -> Result<Option<RunTimeline>, IngestError> {
         let Some(Timing { conv, mut diags }) = self.timing.take() else {
             before_timeline();
-            return None;
+            return Ok(None);
         };
-        let parts = conv.finish_then(&mut diags, before_timeline);
+        let parts = conv.finish_then(&mut diags, before_timeline)?;
         let bundle = &mut self.bundle;
         bundle.stages = parts.stages;
         bundle.kernels = parts.kernels;
         bundle.instance_kernels = parts.instance_kernels;
         bundle.totals = parts.totals;
         self.collectives = parts.collectives;
-        bundle.timeline = Some(TimelineInfo {
-            path: TIMELINE_FILE.to_string(),
-            kernels: parts.timeline.kernels.start.len() as u64,
-            mem_ops: parts.timeline.mem_ops.start.len() as u64,
-            ranges: parts.timeline.ranges.start.len() as u64,
-            t0_ns: Some(parts.timeline.t0_ns),
-            t0_epoch_ns: None,
-        });
         let mut t = parts.timeline;
+        let (kernels, mem_ops, ranges) = t.lens();
+        let head = t.head_mut();
         // The timing source's facts come first: nsys is read before kineto.
-        t.t0_epoch_ns = self
+        head.t0_epoch_ns = self
             .facts
             .first()
             .and_then(|f| f.clock_zero_epoch_ns)
-            .map(|zero| zero.saturating_add(t.t0_ns));
-        if let Some(info) = &mut bundle.timeline {
-            info.t0_epoch_ns = t.t0_epoch_ns;
-        }
+            .map(|zero| zero.saturating_add(head.t0_ns));
+        bundle.timeline = Some(TimelineInfo {
+            path: TIMELINE_FILE.to_string(),
+            kernels: kernels as u64,
+            mem_ops: mem_ops as u64,
+            ranges: ranges as u64,
+            t0_ns: Some(head.t0_ns),
+            t0_epoch_ns: head.t0_epoch_ns,
+        });
         let mut d = diags.finish();
         d.append(&mut bundle.diagnostics);
         bundle.diagnostics = d;
-        Some(t)
+        Ok(Some(t))
+    }
+
+    /// Where a timeline built on disk goes ([`IngestRequest::spill_dir`]).
+    fn spill_dir(&self) -> PathBuf {
+        spill_dir(self.req)
     }
 
     /// `path` as an input of the bundle, named as [`PathNames`] says.
@@ -413,7 +430,7 @@ impl<'r> Assembly<'r> {
 
     /// Merges the device and environment facts, marks the warm-up instances and names the
     /// run.
-    fn finish(mut self, timeline: Option<Timeline>) -> Ingested {
+    fn finish(mut self, timeline: Option<RunTimeline>) -> Result<Ingested, IngestError> {
         let names = self.names();
         merge_facts(&mut self.bundle, self.facts);
         let env = &mut self.bundle.environment;
@@ -421,16 +438,27 @@ impl<'r> Assembly<'r> {
         let leading = self.req.warmup_instances.unwrap_or(0);
         self.bundle
             .mark_warmup(leading, Some(WARMUP_FLAG.to_string()));
-        if let Some(t) = &timeline {
-            let collectives = std::mem::take(&mut self.collectives);
-            self.bundle.communication = communication::of(&self.bundle, t, collectives);
+        let collectives = std::mem::take(&mut self.collectives);
+        if let (Some(t), false) = (&timeline, collectives.is_empty()) {
+            // A spilled timeline is loaded whole here: only a run with collectives needs it.
+            let spill = spill_dir(self.req);
+            let loaded = t.load().map_err(|source| IngestError::Spill {
+                path: spill,
+                source,
+            })?;
+            self.bundle.communication = communication::of(&self.bundle, &loaded, collectives);
         }
         self.bundle.run_id = llmprof_store::run_id(&self.bundle);
-        Ingested {
+        Ok(Ingested {
             bundle: self.bundle,
             timeline,
-        }
+        })
     }
+}
+
+/// Where a timeline built on disk goes ([`IngestRequest::spill_dir`]).
+fn spill_dir(req: &IngestRequest) -> PathBuf {
+    (req.spill_dir.clone()).unwrap_or_else(std::env::temp_dir)
 }
 
 /// The diagnostic counting ncu kernels whose name matches no kernel of the timing source.

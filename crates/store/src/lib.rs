@@ -23,6 +23,7 @@
 mod id;
 mod read;
 pub mod retention;
+pub mod spill;
 mod write;
 
 use std::path::PathBuf;
@@ -32,6 +33,7 @@ pub use read::{
     bundle_path, files_under, list_runs, read_bundle, read_bundle_text, read_launch_calls,
     read_timeline_text, timeline_path,
 };
+pub use spill::{RunTimeline, SpillDir, SpilledTimeline};
 pub use write::{rewrite_bundle, write_run, RankedRunWriter, RANKS_DIR};
 
 /// The directory of a run that holds a capture's raw artifacts.

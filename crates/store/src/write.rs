@@ -8,8 +8,9 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use llmprof_bundle::{Bundle, Timeline, BUNDLE_FILE, LAUNCH_CALLS_FILE, TIMELINE_FILE};
+use llmprof_bundle::{Bundle, BUNDLE_FILE, LAUNCH_CALLS_FILE, TIMELINE_FILE};
 
+use crate::spill::RunTimeline;
 use crate::StoreError;
 
 fn write_err(path: &Path, source: std::io::Error) -> StoreError {
@@ -26,13 +27,13 @@ fn write_err(path: &Path, source: std::io::Error) -> StoreError {
 pub fn write_run(
     runs_dir: &Path,
     mut bundle: Bundle,
-    mut timeline: Option<Timeline>,
+    mut timeline: Option<RunTimeline>,
 ) -> Result<PathBuf, StoreError> {
     fs::create_dir_all(runs_dir).map_err(|e| write_err(runs_dir, e))?;
     let id = unique_id(runs_dir, &bundle.run_id);
     bundle.run_id = id.clone();
     if let Some(t) = &mut timeline {
-        t.run_id = id.clone();
+        t.head_mut().run_id = id.clone();
     }
     let tmp = runs_dir.join(format!(".tmp-{id}-{}", std::process::id()));
     let result = write_files(&tmp, &bundle, timeline.as_ref()).and_then(|()| {
@@ -80,12 +81,12 @@ impl RankedRunWriter {
         &self,
         rank: u32,
         mut bundle: Bundle,
-        mut timeline: Option<Timeline>,
+        mut timeline: Option<RunTimeline>,
     ) -> Result<(), StoreError> {
         let id = format!("rank-{rank}");
         bundle.run_id = id.clone();
         if let Some(t) = &mut timeline {
-            t.run_id = id;
+            t.head_mut().run_id = id;
         }
         write_files(&self.rank_dir(rank), &bundle, timeline.as_ref())
     }
@@ -146,13 +147,31 @@ fn unique_id(runs_dir: &Path, base: &str) -> String {
 
 /// Writes the run's files, the timeline's two on threads of their own (a large run's are tens
 /// of MB of JSON each); the first error, in file order, is returned.
-fn write_files(dir: &Path, bundle: &Bundle, timeline: Option<&Timeline>) -> Result<(), StoreError> {
+fn write_files(
+    dir: &Path,
+    bundle: &Bundle,
+    timeline: Option<&RunTimeline>,
+) -> Result<(), StoreError> {
     fs::create_dir_all(dir).map_err(|e| write_err(dir, e))?;
+    let (timeline_file, calls_file) = (dir.join(TIMELINE_FILE), dir.join(LAUNCH_CALLS_FILE));
+    let (tf, cf) = (&timeline_file, &calls_file);
     std::thread::scope(|s| {
-        let kernels = timeline.map(|t| s.spawn(|| write_json(&dir.join(TIMELINE_FILE), t, false)));
-        let calls = timeline
-            .filter(|t| !t.calls.is_empty())
-            .map(|t| s.spawn(|| write_json(&dir.join(LAUNCH_CALLS_FILE), &t.calls, false)));
+        let (kernels, calls) = match timeline {
+            None => (None, None),
+            Some(RunTimeline::Built(t)) => (
+                Some(s.spawn(move || write_json(tf, t, false))),
+                (!t.calls.is_empty()).then(|| s.spawn(move || write_json(cf, &t.calls, false))),
+            ),
+            Some(RunTimeline::Spilled(t)) => (
+                Some(s.spawn(move || write_json(tf, &t.json(), false))),
+                t.calls_json().is_some().then(|| {
+                    s.spawn(move || match t.calls_json() {
+                        Some(c) => write_json(cf, &c, false),
+                        None => Ok(()),
+                    })
+                }),
+            ),
+        };
         let bundle = write_json(&dir.join(BUNDLE_FILE), bundle, true);
         let join = |h: Option<std::thread::ScopedJoinHandle<'_, Result<(), StoreError>>>| {
             h.map_or(Ok(()), |h| {

@@ -1952,8 +1952,14 @@ mod quirk_tests {
         assert_eq!((s.gpu_ops, s.kernels, s.graph_kernels), (1, 2, 2));
         assert_eq!((s.launches, s.graph_launches), (1, 1));
         assert_eq!(s.gpu_proj_ns, 3_000);
-        assert_eq!(p.timeline.kernels.graph, vec![Some(1), Some(1)]);
-        assert_eq!(p.timeline.kernels.graph_node, vec![Some(3), Some(3)]);
+        assert_eq!(
+            p.timeline.load().unwrap().kernels.graph,
+            vec![Some(1), Some(1)]
+        );
+        assert_eq!(
+            p.timeline.load().unwrap().kernels.graph_node,
+            vec![Some(3), Some(3)]
+        );
     }
 
     #[test]

@@ -14,7 +14,9 @@ use std::path::Path;
 use llmprof_bundle::{names, Category, Device, Launch, Severity, Source, StageKind, ToolInfo};
 use rusqlite::{Connection, OpenFlags};
 
-use crate::convert::TraceConverter;
+use crate::convert::{Conversion, TraceConverter};
+
+mod streamed;
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::NSYS, IngestError};
 use crate::input;
@@ -23,6 +25,8 @@ use crate::SourceFacts;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+
 /// Bits of `globalTid` below the process id: `globalTid = hw << 56 | pid << 24 | tid`.
 const TID_BITS: u64 = 0xFF_FFFF;
 
@@ -30,10 +34,11 @@ const TID_BITS: u64 = 0xFF_FFFF;
 /// environment.
 pub fn read(
     path: &Path,
-    conv: &mut TraceConverter,
+    conv: TraceConverter,
+    spill: &Path,
     diags: &mut Diagnostics,
-) -> Result<SourceFacts, IngestError> {
-    read_process(path, None, conv, diags)
+) -> Result<(SourceFacts, Conversion), IngestError> {
+    read_process(path, None, conv, spill, diags)
 }
 
 /// [`read`] of one process's records only (`process`: its `globalPid`, as
@@ -41,12 +46,13 @@ pub fn read(
 pub fn read_process(
     path: &Path,
     process: Option<u64>,
-    conv: &mut TraceConverter,
+    conv: TraceConverter,
+    spill: &Path,
     diags: &mut Diagnostics,
-) -> Result<SourceFacts, IngestError> {
+) -> Result<(SourceFacts, Conversion), IngestError> {
     let (_inflated, mut db) = open(path)?;
     db.process = process;
-    db.read_into(conv, diags)
+    db.read_into(conv, spill, diags)
 }
 
 /// A process that ran kernels in an export: its `globalPid`, OS pid, the device it ran most
@@ -193,12 +199,14 @@ impl Export<'_> {
             .unwrap_or_default()
     }
 
+    /// Reads the export through the streamed converter, or, where two launch calls share
+    /// an id, the batch converter (see `streamed.rs`).
     fn read_into(
         &self,
-        conv: &mut TraceConverter,
+        mut conv: TraceConverter,
+        spill: &Path,
         diags: &mut Diagnostics,
-    ) -> Result<SourceFacts, IngestError> {
-        const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+    ) -> Result<(SourceFacts, Conversion), IngestError> {
         const NVTX: &str = "NVTX_EVENTS";
         if !self.has(KERNEL) && !self.has(NVTX) {
             return Err(IngestError::invalid(
@@ -209,23 +217,19 @@ impl Export<'_> {
             ));
         }
         let strings = self.strings()?;
-        self.read_ranges(&strings, conv, diags)?;
-        let nodes = self.graph_nodes();
-        if self.process.is_none() {
-            // Room for every GPU op at once: millions of them, never in doubled vectors.
-            let rows = |t: &str| self.row_bound(t);
-            conv.reserve_ops(
-                rows(KERNEL)
-                    + rows("CUPTI_ACTIVITY_KIND_MEMCPY")
-                    + rows("CUPTI_ACTIVITY_KIND_MEMSET"),
-            );
-        }
-        let device_id = self.read_kernels(&strings, &nodes, conv, diags)?;
-        self.read_memops(&nodes, conv, diags)?;
-        self.read_graph_spans(conv, diags)?;
-        // The ops first: of the launch calls, only those that ran one are kept.
-        conv.keep_only_launches_of_ops();
-        self.read_launches(&strings, conv)?;
+        let (fresh, before) = (conv.empty_like(), diags.clone());
+        self.read_ranges(&strings, &mut conv, diags)?;
+        let mut streamed = conv.into_streamed(spill);
+        let conversion = match self.read_streamed(&strings, &mut streamed, diags)? {
+            Some(device) => (device, Conversion::Streamed(streamed)),
+            None => {
+                drop(streamed);
+                *diags = before;
+                let mut conv = fresh;
+                let device = self.read_batch(&strings, &mut conv, diags)?;
+                (device, Conversion::Batch(conv))
+            }
+        };
         if !self.has(KERNEL) {
             diags.note(
                 "nsys.no_kernel_table",
@@ -238,7 +242,35 @@ impl Export<'_> {
                 String::new,
             );
         }
-        Ok(self.facts(device_id))
+        Ok((self.facts(conversion.0), conversion.1))
+    }
+
+    /// Reads ranges, ops and launch calls into the batch converter; returns the device that
+    /// ran most kernels.
+    fn read_batch(
+        &self,
+        strings: &HashMap<i64, String>,
+        conv: &mut TraceConverter,
+        diags: &mut Diagnostics,
+    ) -> Result<Option<i64>, IngestError> {
+        self.read_ranges(strings, conv, diags)?;
+        let nodes = self.graph_nodes();
+        if self.process.is_none() {
+            // Room for every GPU op at once: millions of them, never in doubled vectors.
+            let rows = |t: &str| self.row_bound(t);
+            conv.reserve_ops(
+                rows(KERNEL)
+                    + rows("CUPTI_ACTIVITY_KIND_MEMCPY")
+                    + rows("CUPTI_ACTIVITY_KIND_MEMSET"),
+            );
+        }
+        let device_id = self.read_kernels(strings, &nodes, conv, diags)?;
+        self.read_memops(&nodes, conv, diags)?;
+        self.read_graph_spans(conv, diags)?;
+        // The ops first: of the launch calls, only those that ran one are kept.
+        conv.keep_only_launches_of_ops();
+        self.read_launches(strings, conv)?;
+        Ok(device_id)
     }
 
     /// The row count of `table` as its largest rowid (exact for an export, whose rows are
@@ -492,11 +524,7 @@ impl Export<'_> {
         strings: &HashMap<i64, String>,
         conv: &mut TraceConverter,
     ) -> Result<(), IngestError> {
-        let graph_names: HashSet<i64> = strings
-            .iter()
-            .filter(|(_, v)| LaunchRecord::is_graph_launch(v))
-            .map(|(&id, _)| id)
-            .collect();
+        let graph_names = graph_launch_names(strings);
         for table in ["CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"] {
             if !self.has(table) {
                 continue;
@@ -600,19 +628,7 @@ impl Export<'_> {
                 None,
             ));
         }
-        diags.note_n(
-            "nsys.graphs_traced_whole",
-            Severity::Warning,
-            spans,
-            || {
-                "CUDA graph launches were traced whole (`nsys profile --cuda-graph-trace=graph`, \
-                 nsys's default): each is one span in GPU busy time and the timeline, and the \
-                 kernels inside are not in the kernel table; profile with \
-                 `--cuda-graph-trace=node` (llmprof capture's default) to see them"
-                    .into()
-            },
-            String::new,
-        );
+        note_graphs_traced_whole(diags, spans);
         Ok(())
     }
 
@@ -1121,6 +1137,32 @@ fn busiest_device(devices: HashMap<i64, u64>, diags: &mut Diagnostics) -> Option
         .map(|(d, _)| d)
 }
 
+/// Says how many graph launches were traced whole, as one span each.
+fn note_graphs_traced_whole(diags: &mut Diagnostics, spans: u64) {
+    diags.note_n(
+        "nsys.graphs_traced_whole",
+        Severity::Warning,
+        spans,
+        || {
+            "CUDA graph launches were traced whole (`nsys profile --cuda-graph-trace=graph`, \
+             nsys's default): each is one span in GPU busy time and the timeline, and the \
+             kernels inside are not in the kernel table; profile with \
+             `--cuda-graph-trace=node` (llmprof capture's default) to see them"
+                .into()
+        },
+        String::new,
+    );
+}
+
+/// The ids of the `StringIds` that name a CUDA graph launch API function.
+fn graph_launch_names(strings: &HashMap<i64, String>) -> HashSet<i64> {
+    strings
+        .iter()
+        .filter(|(_, v)| LaunchRecord::is_graph_launch(v))
+        .map(|(&id, _)| id)
+        .collect()
+}
+
 fn note_untimed(diags: &mut Diagnostics, table: &str) {
     diags.note(
         "nsys.gpu_op_without_time",
@@ -1169,10 +1211,10 @@ mod tests {
     }
 
     fn ingest(path: &Path) -> (crate::convert::TraceParts, Vec<llmprof_bundle::Diagnostic>) {
-        let mut conv = TraceConverter::new();
         let mut diags = Diagnostics::new(Source::Nsys, "x.sqlite");
-        read(path, &mut conv, &mut diags).unwrap();
-        let parts = conv.finish(&mut diags);
+        let spill = path.parent().unwrap();
+        let (_, conv) = read(path, TraceConverter::new(), spill, &mut diags).unwrap();
+        let parts = conv.finish(&mut diags).unwrap();
         (parts, diags.finish())
     }
 

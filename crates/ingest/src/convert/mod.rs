@@ -25,13 +25,53 @@ use llmprof_bundle::{
 
 use crate::communication::Collectives;
 use crate::diagnostics::Diagnostics;
-use crate::fold::{InstanceAcc, LaunchView, OpFold, OpView, RangeFacts};
+use crate::error::IngestError;
+use crate::fold::{Durations, Folded, InstanceAcc, LaunchView, OpFold, OpView, RangeFacts};
 use crate::intern::Interner;
 use crate::launched::LaunchedSet;
 use crate::launches::{Caller, LaunchCall, Launches};
 use crate::ops::{self, Op, Ops};
 use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
+use llmprof_store::RunTimeline;
+
+mod range_index;
+mod streamed;
+
 use llmprof_bundle::names;
+pub use streamed::{JoinedCall, StreamedConverter};
+
+/// A converter that has read its source, to be finished.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per run, moved a few times
+pub enum Conversion {
+    /// It kept the ops: [`TraceConverter::finish_then`].
+    Batch(TraceConverter),
+    /// It folded the ops as they came: [`StreamedConverter::finish`].
+    Streamed(StreamedConverter),
+}
+
+impl Conversion {
+    pub fn finish(self, diags: &mut Diagnostics) -> Result<TraceParts, IngestError> {
+        self.finish_then(diags, || {})
+    }
+
+    /// Finishes; `before_timeline` runs before the timeline's columns are built (at once for
+    /// the streamed converter, which wrote them as it read). Only the streamed converter can
+    /// fail: its columns are on disk.
+    pub fn finish_then(
+        self,
+        diags: &mut Diagnostics,
+        before_timeline: impl FnOnce(),
+    ) -> Result<TraceParts, IngestError> {
+        match self {
+            Conversion::Batch(c) => Ok(c.finish_then(diags, before_timeline)),
+            Conversion::Streamed(s) => {
+                before_timeline();
+                s.finish(diags)
+            }
+        }
+    }
+}
 
 /// What [`TraceConverter::finish`] produces.
 #[derive(Debug)]
@@ -42,7 +82,7 @@ pub struct TraceParts {
     pub instance_kernels: Vec<InstanceKernels>,
     pub totals: Totals,
     /// `run_id` is left empty; the run store fills it in.
-    pub timeline: Timeline,
+    pub timeline: RunTimeline,
     /// Communication kernels by collective, process group and dtype.
     pub collectives: Vec<llmprof_bundle::Collective>,
 }
@@ -159,13 +199,19 @@ impl TraceConverter {
         if (self.launched.as_ref()).is_some_and(|set| !set.contains(l.process, l.correlation)) {
             return;
         }
+        let call = self.launch_call(l, api);
+        self.launches.push(call);
+    }
+
+    /// `l` as the converter keeps it, its thread and API name interned.
+    fn launch_call(&mut self, l: LaunchRecord, api: Option<&str>) -> LaunchCall {
         let key = (l.process, l.thread, l.tid);
         let (callers, ids) = (&mut self.callers, &mut self.caller_ids);
         let caller = *ids.entry(key).or_insert_with(|| {
             callers.push(key);
             callers.len() as u32 - 1
         });
-        self.launches.push(LaunchCall {
+        LaunchCall {
             start: l.start,
             end: l.end,
             correlation: l.correlation,
@@ -173,16 +219,24 @@ impl TraceConverter {
             api: api.map(|a| self.strings.intern(a)),
             driver: l.driver,
             graph: l.graph,
-        });
+        }
     }
 
     /// One kernel, memcpy, memset or whole-graph span.
     pub fn handle_gpu_op(&mut self, op: GpuOpRecord<'_>) {
+        if let Some(op) = self.accept_op(op) {
+            self.ops.push(op);
+        }
+    }
+
+    /// `op` in the aggregation rows (its row, launch configuration, bytes and collective),
+    /// as the converter keeps it; `None`, counted, when it ends before it starts.
+    fn accept_op(&mut self, op: GpuOpRecord<'_>) -> Option<Op> {
         if op.end < op.start {
             self.bad_ops += 1;
             self.bad_op_example
                 .get_or_insert_with(|| format!("{:?} start {} end {}", op.op, op.start, op.end));
-            return;
+            return None;
         }
         let (kind, name, launch, bytes): (OpKind, Cow<'_, str>, _, _) = match op.op {
             GpuOp::Kernel { name, launch, .. } => (OpKind::Kernel, name.into(), launch, 0),
@@ -215,7 +269,7 @@ impl TraceConverter {
         }
         let launch = launch.map(|l| self.launch_config(l));
         let queue = self.queue(op.process, op.stream);
-        self.ops.push(Op {
+        Some(Op {
             start: op.start,
             end: op.end,
             correlation: op.correlation,
@@ -225,7 +279,7 @@ impl TraceConverter {
             bytes,
             kind,
             graph,
-        });
+        })
     }
 
     /// From now on, keeps only the launch calls that ran one of the GPU ops handled so far. A
@@ -314,6 +368,11 @@ impl TraceConverter {
         id
     }
 
+    /// A converter for the same workload, with nothing handled yet.
+    pub fn empty_like(&self) -> Self {
+        Self::with_stage_names(self.stage_names.clone())
+    }
+
     /// Whether any GPU op or range was fed.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty() && self.ranges.is_empty()
@@ -338,30 +397,47 @@ impl TraceConverter {
         self.report_skipped(diags);
         let nesting = Nesting::of(&self.ranges);
         let attribution = Attribution::of(&self);
-        diags.note_n(
-            "gpu_op_launch_not_recorded",
-            Severity::Info,
+        note_launch_missing(
+            diags,
             attribution.launch_missing,
-            || {
-                "GPU ops whose launching CUDA API call is not in the trace; they count in the \
-                 totals and the kernel table but in no stage"
-                    .into()
-            },
-            || attribution.launch_missing_example.clone(),
+            attribution.launch_missing_example.clone(),
         );
         self.mark_graph_ops(&attribution);
         let order = self.start_order();
         let streams = self.streams();
-        let members = self.members(&nesting);
-        let measured = self.measured_stages(&nesting, &members);
-        let facts = self.range_facts(&measured);
-        let mut fold = OpFold::new(&facts);
+        let plan = self.plan(nesting);
+        let mut fold = OpFold::new(self.range_facts(&plan.measured));
         for &i in &order {
             fold.op(self.view(i as usize, &attribution));
         }
-        let folded = fold.finish();
-        drop(facts);
-        let stages = self.build_stages(&nesting, &members, &folded.inst);
+        let t = self.tables(&plan, fold.finish(), streams.len());
+        before_timeline();
+        let timeline =
+            self.build_timeline(&plan.nesting, attribution, &t.row_to_id, &order, streams);
+        TraceParts {
+            stages: t.stages,
+            kernels: t.kernels,
+            instance_kernels: t.instance_kernels,
+            totals: t.totals,
+            timeline: RunTimeline::Built(timeline),
+            collectives: std::mem::take(&mut self.collectives).finish(),
+        }
+    }
+
+    /// The ranges' nesting and what follows from it.
+    fn plan(&self, nesting: Nesting) -> Plan {
+        let members = self.members(&nesting);
+        let measured = self.measured_stages(&nesting, &members);
+        Plan {
+            nesting,
+            members,
+            measured,
+        }
+    }
+
+    /// The bundle's tables from the fold's sums.
+    fn tables(&self, plan: &Plan, folded: Folded, streams: usize) -> Tables {
+        let stages = self.build_stages(&plan.nesting, &plan.members, &folded.inst);
         let mut row_stages: Vec<Vec<KernelStage>> = vec![Vec::new(); self.rows.len()];
         for ((row, stage), (calls, total_ns)) in folded.row_stage {
             row_stages[row as usize].push(KernelStage {
@@ -371,21 +447,22 @@ impl TraceConverter {
             });
         }
         let (kernels, row_to_id) = self.build_kernels(row_stages, folded.durations);
-        let instance_kernels =
-            self.instance_kernels(&measured, &members, &folded.samples, &kernels, &row_to_id);
-        let totals = Totals {
-            streams: streams.len() as u32,
-            ..folded.totals
-        };
-        before_timeline();
-        let timeline = self.build_timeline(&nesting, attribution, &row_to_id, &order, streams);
-        TraceParts {
+        let instance_kernels = self.instance_kernels(
+            &plan.measured,
+            &plan.members,
+            &folded.samples,
+            &kernels,
+            &row_to_id,
+        );
+        Tables {
             stages,
             kernels,
+            row_to_id,
             instance_kernels,
-            totals,
-            timeline,
-            collectives: std::mem::take(&mut self.collectives).finish(),
+            totals: Totals {
+                streams: streams as u32,
+                ..folded.totals
+            },
         }
     }
 
@@ -578,9 +655,9 @@ impl TraceConverter {
     fn build_kernels(
         &self,
         row_stages: Vec<Vec<KernelStage>>,
-        mut durations: Vec<Vec<u64>>,
+        mut durations: Vec<Durations>,
     ) -> (Vec<Kernel>, Vec<u32>) {
-        durations.resize_with(self.rows.len(), Vec::new);
+        durations.resize_with(self.rows.len(), Durations::default);
         let mut kind_total: HashMap<OpKind, u64> = HashMap::default();
         let mut rows: Vec<(u32, Kernel)> = self
             .rows
@@ -588,8 +665,8 @@ impl TraceConverter {
             .zip(row_stages)
             .zip(durations)
             .enumerate()
-            .map(|(i, ((acc, mut by_stage), mut durations))| {
-                let d = Distribution::from_samples(&mut durations);
+            .map(|(i, ((acc, mut by_stage), durations))| {
+                let d = Distribution::from_samples(&mut durations.into_vec());
                 *kind_total.entry(acc.kind).or_default() += d.total_ns;
                 let mut launches: Vec<(&Launch, &u64)> = acc.launches.iter().collect();
                 launches.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.grid.cmp(&b.0.grid)));
@@ -703,12 +780,18 @@ impl TraceConverter {
 
     /// The first start and the last end of every op and range (0, 0 when there is none).
     fn time_bounds(&self) -> (i64, i64) {
-        let starts = self.ops.start.iter().copied();
-        let t0 = (starts.chain(self.ranges.iter().map(|r| r.start)))
+        let first = self.ops.start.iter().min().copied();
+        let last = self.ops.end.iter().max().copied();
+        self.bounds(first, last)
+    }
+
+    /// The first start and the last end of the ranges and of ops that start at `first` and
+    /// end at `last`.
+    fn bounds(&self, first: Option<i64>, last: Option<i64>) -> (i64, i64) {
+        let t0 = (first.into_iter().chain(self.ranges.iter().map(|r| r.start)))
             .min()
             .unwrap_or(0);
-        let ends = self.ops.end.iter().copied();
-        let end = (ends.chain(self.ranges.iter().map(|r| r.end)))
+        let end = (last.into_iter().chain(self.ranges.iter().map(|r| r.end)))
             .max()
             .unwrap_or(t0);
         (t0, end)
@@ -883,7 +966,41 @@ fn stage_samples(stage: u32, members: &[usize], acc: &[Option<SampleAcc>]) -> In
     }
 }
 
+/// Says how many GPU ops have no launch call in the trace.
+fn note_launch_missing(diags: &mut Diagnostics, count: u64, example: String) {
+    diags.note_n(
+        "gpu_op_launch_not_recorded",
+        Severity::Info,
+        count,
+        || {
+            "GPU ops whose launching CUDA API call is not in the trace; they count in the \
+             totals and the kernel table but in no stage"
+                .into()
+        },
+        || example,
+    );
+}
+
+/// The ranges' nesting, each stage's instances in nesting order, and which stages are
+/// measured.
+#[derive(Debug)]
+struct Plan {
+    nesting: Nesting,
+    members: Vec<Vec<usize>>,
+    measured: Vec<bool>,
+}
+
+/// The bundle's tables, and the map from aggregation row to kernel id.
+struct Tables {
+    stages: Vec<Stage>,
+    kernels: Vec<Kernel>,
+    row_to_id: Vec<u32>,
+    instance_kernels: Vec<InstanceKernels>,
+    totals: Totals,
+}
+
 /// Range order, nesting depth and enclosing range per thread.
+#[derive(Debug)]
 struct Nesting {
     /// Range indexes sorted by (start, longer first, thread).
     order: Vec<usize>,
@@ -1213,7 +1330,10 @@ mod tests {
         assert_eq!((outer.launches, outer.launch_api_ns), (2, 3));
         assert_eq!((inner.launches, inner.launch_api_ns), (1, 1));
         assert_eq!(p.totals.unattributed_gpu_ops, 1);
-        assert_eq!(p.timeline.kernels.stage, vec![Some(1), Some(0), None]);
+        assert_eq!(
+            p.timeline.load().unwrap().kernels.stage,
+            vec![Some(1), Some(0), None]
+        );
         assert_eq!(p.kernels[0].by_stage.len(), 2);
         assert!(d.is_empty());
     }
@@ -1359,11 +1479,11 @@ mod tests {
         assert_eq!((p.totals.graph_kernels, p.totals.graph_launches), (3, 1));
         assert_eq!(p.kernels[0].graph_calls, 3);
         assert_eq!(
-            p.timeline.kernels.graph,
+            p.timeline.load().unwrap().kernels.graph,
             vec![None, Some(4), Some(4), Some(4)]
         );
         assert_eq!(
-            p.timeline.kernels.graph_node,
+            p.timeline.load().unwrap().kernels.graph_node,
             vec![None, Some(0), Some(1), Some(2)]
         );
     }
@@ -1407,7 +1527,7 @@ mod tests {
             (g.name.as_str(), g.category),
             ("CUDA graph 4", Category::CudaGraph)
         );
-        assert_eq!(p.timeline.kernels.kernel.len(), 2);
+        assert_eq!(p.timeline.load().unwrap().kernels.kernel.len(), 2);
     }
 
     /// A range closed before the GPU ran what it launched (PyTorch's `## Call CompiledFxGraph

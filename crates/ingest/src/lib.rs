@@ -25,6 +25,7 @@ pub mod nsys;
 mod ops;
 pub mod paths;
 pub mod records;
+mod sort;
 pub mod workers;
 mod workload;
 

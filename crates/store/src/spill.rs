@@ -16,7 +16,7 @@ use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 /// A value a column holds, as fixed-width little-endian bytes.
-pub trait SpillValue: Copy + Serialize {
+pub trait SpillValue: Copy {
     const BYTES: usize;
     fn put(self, out: &mut Vec<u8>);
     fn take(bytes: &[u8]) -> Self;
@@ -94,6 +94,7 @@ impl<T: SpillValue> ColumnWriter<T> {
         let Ok(out) = &mut self.out else { return };
         self.buf.clear();
         v.put(&mut self.buf);
+        debug_assert_eq!(self.buf.len(), T::BYTES, "a value writes its BYTES");
         if let Err(e) = out.write_all(&self.buf) {
             self.out = Err(e);
         }
@@ -158,6 +159,19 @@ impl<T: SpillValue> Column<T> {
         Ok(())
     }
 
+    /// A reader of the values one at a time, from the first. One at a time per column: the
+    /// readers of a column share its file's position.
+    pub fn reader(&self) -> io::Result<ColumnReader<'_, T>> {
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(ColumnReader {
+            r: BufReader::with_capacity(1 << 16, file),
+            left: self.len,
+            buf: vec![0u8; T::BYTES],
+            _t: PhantomData,
+        })
+    }
+
     /// The values in memory.
     pub fn load(&self) -> io::Result<Vec<T>> {
         let mut out = Vec::with_capacity(self.len);
@@ -177,7 +191,28 @@ impl<T: SpillValue> Column<T> {
     }
 }
 
-impl<T: SpillValue> Serialize for Column<T> {
+/// See [`Column::reader`].
+#[derive(Debug)]
+pub struct ColumnReader<'a, T> {
+    r: BufReader<&'a File>,
+    left: usize,
+    buf: Vec<u8>,
+    _t: PhantomData<T>,
+}
+
+impl<T: SpillValue> ColumnReader<'_, T> {
+    /// The next value; `None` after the last.
+    pub fn next_value(&mut self) -> io::Result<Option<T>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.r.read_exact(&mut self.buf)?;
+        self.left -= 1;
+        Ok(Some(T::take(&self.buf)))
+    }
+}
+
+impl<T: SpillValue + Serialize> Serialize for Column<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.len))?;
         let mut err = None;
@@ -578,6 +613,20 @@ mod tests {
             0,
             "the columns' files have no names"
         );
+    }
+
+    #[test]
+    fn a_column_reads_back_one_value_at_a_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = column(&SpillDir::new(tmp.path()), &[3u32, 1, 2]);
+        for _ in 0..2 {
+            let mut r = c.reader().unwrap();
+            let mut got = Vec::new();
+            while let Some(v) = r.next_value().unwrap() {
+                got.push(v);
+            }
+            assert_eq!(got, [3, 1, 2]);
+        }
     }
 
     #[test]

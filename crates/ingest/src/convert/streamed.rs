@@ -27,6 +27,7 @@ use crate::diagnostics::Diagnostics;
 use crate::error::IngestError;
 use crate::fold::{LaunchView, OpFold, OpView};
 use crate::launches::CallTables;
+use crate::ops::Op;
 use crate::records::{GpuOpRecord, GraphRef, LaunchRecord};
 
 /// The launch call of a streamed op.
@@ -141,11 +142,25 @@ impl TraceConverter {
 }
 
 impl StreamedConverter {
-    /// The next op, and its launch call where the trace has it.
-    pub fn handle_op(&mut self, op: GpuOpRecord<'_>, call: Option<JoinedCall>) {
-        let Some(mut op) = self.conv.accept_op(op) else {
-            return;
-        };
+    /// `op` in the aggregation rows, as [`Self::handle_op`] takes it; `None`, counted, when
+    /// it ends before it starts. Ops can be accepted in any order.
+    pub(crate) fn accept(&mut self, op: GpuOpRecord<'_>) -> Option<Op> {
+        self.conv.accept_op(op)
+    }
+
+    /// The process that ran an accepted op.
+    pub(crate) fn process_of(&self, op: &Op) -> u64 {
+        self.conv.queues[op.queue as usize].0
+    }
+
+    /// The id of API function name `api`, for [`Self::handle_call`].
+    pub(crate) fn api_id(&mut self, api: &str) -> u32 {
+        self.conv.strings.intern(api)
+    }
+
+    /// The next accepted op in start order (then end, then input order), and its launch call
+    /// where the trace has it.
+    pub(crate) fn handle_op(&mut self, mut op: Op, call: Option<JoinedCall>) {
         if op.graph.is_none() && call.is_some_and(|c| c.graph) {
             op.graph = Some(GraphRef {
                 graph: None,
@@ -222,8 +237,7 @@ impl StreamedConverter {
 
     /// The next of the launch calls that ran ops, in start order (then input order): call
     /// `pos` of [`JoinedCall`] is the `pos`-th handled.
-    pub fn handle_call(&mut self, l: LaunchRecord, api: Option<&str>) {
-        let api = api.map(|a| self.conv.strings.intern(a));
+    pub(crate) fn handle_call(&mut self, l: LaunchRecord, api: Option<u32>) {
         let c = &mut self.calls;
         c.start.push(l.start);
         c.dur.push(span(l.start, l.end));

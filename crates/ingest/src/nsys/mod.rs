@@ -17,11 +17,13 @@ use rusqlite::{Connection, OpenFlags};
 use crate::convert::{Conversion, TraceConverter};
 
 mod streamed;
+
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::NSYS, IngestError};
 use crate::input;
 use crate::records::{GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use crate::SourceFacts;
+use streamed::Budgets;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
@@ -52,7 +54,8 @@ pub fn read_process(
 ) -> Result<(SourceFacts, Conversion), IngestError> {
     let (_inflated, mut db) = open(path)?;
     db.process = process;
-    db.read_into(conv, spill, diags)
+    let budgets = Budgets::of_export(db.bytes());
+    db.read_into(conv, Mode::Streamed { spill, budgets }, diags)
 }
 
 /// A process that ran kernels in an export: its `globalPid`, OS pid, the device it ran most
@@ -131,6 +134,16 @@ fn check_magic(path: &Path, db_path: &Path) -> Result<(), IngestError> {
     Err(IngestError::invalid(NSYS, path, hint))
 }
 
+/// How [`Export::read_into`] reads.
+#[derive(Debug, Clone, Copy)]
+enum Mode<'a> {
+    /// Through the streamed converter, spilling to `spill`.
+    Streamed { spill: &'a Path, budgets: Budgets },
+    /// Through the batch converter.
+    #[cfg_attr(not(test), allow(dead_code))] // what the tests hold the streamed reading to
+    Batch,
+}
+
 struct Export<'p> {
     conn: Connection,
     path: &'p Path,
@@ -200,11 +213,11 @@ impl Export<'_> {
     }
 
     /// Reads the export through the streamed converter, or, where two launch calls share
-    /// an id, the batch converter (see `streamed.rs`).
+    /// an id or `mode` says so, the batch converter (see `streamed.rs`).
     fn read_into(
         &self,
         mut conv: TraceConverter,
-        spill: &Path,
+        mode: Mode<'_>,
         diags: &mut Diagnostics,
     ) -> Result<(SourceFacts, Conversion), IngestError> {
         const NVTX: &str = "NVTX_EVENTS";
@@ -217,15 +230,24 @@ impl Export<'_> {
             ));
         }
         let strings = self.strings()?;
-        let (fresh, before) = (conv.empty_like(), diags.clone());
-        self.read_ranges(&strings, &mut conv, diags)?;
-        let mut streamed = conv.into_streamed(spill);
-        let conversion = match self.read_streamed(&strings, &mut streamed, diags)? {
-            Some(device) => (device, Conversion::Streamed(streamed)),
-            None => {
-                drop(streamed);
-                *diags = before;
-                let mut conv = fresh;
+        let streamed = match mode {
+            Mode::Streamed { spill, budgets } => {
+                let (fresh, before) = (conv.empty_like(), diags.clone());
+                self.read_ranges(&strings, &mut conv, diags)?;
+                let mut streamed = conv.into_streamed(spill);
+                match self.read_streamed(&strings, &mut streamed, spill, budgets, diags)? {
+                    Some(device) => Ok((device, Conversion::Streamed(streamed))),
+                    None => {
+                        *diags = before;
+                        Err(fresh)
+                    }
+                }
+            }
+            Mode::Batch => Err(conv),
+        };
+        let conversion = match streamed {
+            Ok(done) => done,
+            Err(mut conv) => {
                 let device = self.read_batch(&strings, &mut conv, diags)?;
                 (device, Conversion::Batch(conv))
             }
@@ -254,7 +276,6 @@ impl Export<'_> {
         diags: &mut Diagnostics,
     ) -> Result<Option<i64>, IngestError> {
         self.read_ranges(strings, conv, diags)?;
-        let nodes = self.graph_nodes();
         if self.process.is_none() {
             // Room for every GPU op at once: millions of them, never in doubled vectors.
             let rows = |t: &str| self.row_bound(t);
@@ -264,12 +285,25 @@ impl Export<'_> {
                     + rows("CUPTI_ACTIVITY_KIND_MEMSET"),
             );
         }
-        let device_id = self.read_kernels(strings, &nodes, conv, diags)?;
-        self.read_memops(&nodes, conv, diags)?;
-        self.read_graph_spans(conv, diags)?;
+        let device_id = self.read_ops(strings, &mut |op| conv.handle_gpu_op(op), diags)?;
         // The ops first: of the launch calls, only those that ran one are kept.
         conv.keep_only_launches_of_ops();
-        self.read_launches(strings, conv)?;
+        self.read_launches(strings, &mut |l, api| conv.handle_launch(l, api))?;
+        Ok(device_id)
+    }
+
+    /// Every GPU op, table by table (kernels, memcpys, memsets, whole-graph spans), each in
+    /// row order; returns the device that ran most kernels.
+    fn read_ops(
+        &self,
+        strings: &HashMap<i64, String>,
+        sink: &mut dyn FnMut(GpuOpRecord<'_>),
+        diags: &mut Diagnostics,
+    ) -> Result<Option<i64>, IngestError> {
+        let nodes = self.graph_nodes();
+        let device_id = self.read_kernels(strings, &nodes, sink, diags)?;
+        self.read_memops(&nodes, sink, diags)?;
+        self.read_graph_spans(sink, diags)?;
         Ok(device_id)
     }
 
@@ -277,16 +311,27 @@ impl Export<'_> {
     /// never deleted; a B-tree lookup, not a scan), 0 when absent. Never more than the
     /// database's bytes / 32 (no row is smaller), so a forged rowid cannot make a reservation
     /// larger than the file.
-    fn row_bound(&self, table: &str) -> usize {
-        if !self.has(table) {
-            return 0;
-        }
+    /// The database's size in bytes (its pages).
+    fn bytes(&self) -> usize {
         let int = |sql: &str| {
             (self.conn.query_row(sql, [], |r| r.get::<_, i64>(0)))
                 .map_or(0, |n| usize::try_from(n).unwrap_or(0))
         };
-        let db_bytes = int("PRAGMA page_count").saturating_mul(int("PRAGMA page_size"));
-        int(&format!("SELECT COALESCE(MAX(rowid), 0) FROM {table}")).min(db_bytes / 32)
+        int("PRAGMA page_count").saturating_mul(int("PRAGMA page_size"))
+    }
+
+    fn row_bound(&self, table: &str) -> usize {
+        if !self.has(table) {
+            return 0;
+        }
+        let rows = (self.conn)
+            .query_row(
+                &format!("SELECT COALESCE(MAX(rowid), 0) FROM {table}"),
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_or(0, |n| usize::try_from(n).unwrap_or(0));
+        rows.min(self.bytes() / 32)
     }
 
     /// See [`gpu_processes`].
@@ -519,10 +564,12 @@ impl Export<'_> {
         .map_err(|e| sql_err(self.path, nvtx, e))
     }
 
+    /// Every launch call that can be placed in a range, in table order (runtime, then
+    /// driver), with its API name.
     fn read_launches(
         &self,
         strings: &HashMap<i64, String>,
-        conv: &mut TraceConverter,
+        sink: &mut dyn FnMut(LaunchRecord, Option<&str>),
     ) -> Result<(), IngestError> {
         let graph_names = graph_launch_names(strings);
         for table in ["CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"] {
@@ -561,7 +608,7 @@ impl Export<'_> {
                     correlation: r.get(2).map_err(err)?,
                     graph: name.is_some_and(|n| graph_names.contains(&n)),
                 };
-                conv.handle_launch(
+                sink(
                     record,
                     name.and_then(|n| strings.get(&n)).map(String::as_str),
                 );
@@ -594,7 +641,7 @@ impl Export<'_> {
     /// Graph launches traced whole (`--cuda-graph-trace=graph`): one GPU op per launch.
     fn read_graph_spans(
         &self,
-        conv: &mut TraceConverter,
+        sink: &mut dyn FnMut(GpuOpRecord<'_>),
         diags: &mut Diagnostics,
     ) -> Result<(), IngestError> {
         const GRAPHS: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
@@ -621,7 +668,7 @@ impl Export<'_> {
             }
             let graph = r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0);
             spans += 1;
-            conv.handle_gpu_op(t.record(
+            sink(t.record(
                 GpuOp::Graph {
                     graph: u32::try_from(graph).unwrap_or(u32::MAX),
                 },
@@ -637,7 +684,7 @@ impl Export<'_> {
         &self,
         strings: &HashMap<i64, String>,
         nodes: &GraphNodes,
-        conv: &mut TraceConverter,
+        sink: &mut dyn FnMut(GpuOpRecord<'_>),
         diags: &mut Diagnostics,
     ) -> Result<Option<i64>, IngestError> {
         const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
@@ -671,7 +718,7 @@ impl Export<'_> {
             if let Some(dev) = r.get::<_, Option<i64>>(15).map_err(err)? {
                 *devices.entry(dev).or_default() += 1;
             }
-            conv.handle_gpu_op(t.record(
+            sink(t.record(
                 GpuOp::Kernel {
                     name,
                     short_name: short,
@@ -716,7 +763,7 @@ impl Export<'_> {
     fn read_memops(
         &self,
         nodes: &GraphNodes,
-        conv: &mut TraceConverter,
+        sink: &mut dyn FnMut(GpuOpRecord<'_>),
         diags: &mut Diagnostics,
     ) -> Result<(), IngestError> {
         const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
@@ -746,7 +793,7 @@ impl Export<'_> {
                 if !self.keeps(t.process) {
                     continue;
                 }
-                conv.handle_gpu_op(t.record(
+                sink(t.record(
                     GpuOp::Memcpy {
                         direction,
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
@@ -773,7 +820,7 @@ impl Export<'_> {
                 if !self.keeps(t.process) {
                     continue;
                 }
-                conv.handle_gpu_op(t.record(
+                sink(t.record(
                     GpuOp::Memset {
                         bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
                     },
@@ -1298,5 +1345,95 @@ mod tests {
         let (p, d) = ingest(&path);
         assert_eq!(p.totals.kernels, 1);
         assert!(d.iter().any(|d| d.code == "nsys.gpu_op_without_time"));
+    }
+
+    /// The export at `path` read as `mode` says, for one process or all: what the bundle
+    /// gets of it, the timeline's JSON and the launch calls' JSON, and whether the batch
+    /// converter read it.
+    fn read_as(path: &Path, process: Option<u64>, mode: Mode<'_>) -> (String, bool) {
+        let (_inflated, mut db) = open(path).unwrap();
+        db.process = process;
+        let mut diags = Diagnostics::new(Source::Nsys, "x.sqlite");
+        let (facts, conv) = db
+            .read_into(TraceConverter::new(), mode, &mut diags)
+            .unwrap();
+        let batch = matches!(conv, Conversion::Batch(_));
+        let p = conv.finish(&mut diags).unwrap();
+        let t = p.timeline.into_timeline().unwrap();
+        let text = serde_json::to_string(&(
+            (
+                &p.stages,
+                &p.kernels,
+                &p.instance_kernels,
+                &p.totals,
+                &p.collectives,
+            ),
+            (&t, &t.calls, diags.finish(), facts.device),
+        ))
+        .unwrap();
+        (text, batch)
+    }
+
+    /// Budgets small enough that every sort writes runs and the calls take many partitions.
+    const TINY: Budgets = Budgets {
+        sort: 16 << 10,
+        calls_per_partition: 512,
+        marks: 16,
+    };
+
+    #[test]
+    fn the_streamed_converter_gives_the_batch_converters_results_on_every_export_fixture() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let spill = tempfile::tempdir().unwrap();
+        for name in [
+            "h100-nsys-two-processes/nsys_export.sqlite.gz",
+            "h100-nvtx-edges/nsys_export.sqlite.gz",
+            "h200-qwen2-0.5b/nsys_export.sqlite.gz",
+            "h100-cuda-graphs/nsys_node_level.sqlite.gz",
+            "h100-cuda-graphs/nsys_graph_level.sqlite.gz",
+            "h100-cuda-graphs/qwen2.5-0.5b-compiled/nsys_node_level.sqlite.gz",
+        ] {
+            let path = fixtures.join(name);
+            let processes = gpu_processes(&path).unwrap();
+            let one = processes.first().map(|p| p.global_pid);
+            for process in [None, one] {
+                let (batch, _) = read_as(&path, process, Mode::Batch);
+                for budgets in [TINY, Budgets::of_export(1 << 30)] {
+                    let spill = spill.path();
+                    let (streamed, fell_back) =
+                        read_as(&path, process, Mode::Streamed { spill, budgets });
+                    assert!(!fell_back, "{name}");
+                    assert!(streamed == batch, "{name} process {process:?} {budgets:?}");
+                }
+            }
+        }
+        assert_eq!(
+            std::fs::read_dir(spill.path()).unwrap().count(),
+            0,
+            "nothing left behind"
+        );
+    }
+
+    #[test]
+    fn two_calls_of_one_correlation_id_send_the_export_to_the_batch_converter() {
+        let (_d, path) = export(&format!(
+            "INSERT INTO StringIds VALUES (2, 'kern'), (3, 'cudaLaunchKernel');
+             INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid)
+               VALUES (100, 200, 59, 'a', {TID}), (300, 400, 59, 'b', {TID});
+             INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (150, 160, 0, {TID}, 42, 3, 0),
+               (350, 360, 0, {TID}, 42, 3, 0);
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (500, 510, 0, 1, 7, 42, {PID}, 2, 2, 2);"
+        ));
+        let spill = tempfile::tempdir().unwrap();
+        let streamed = Mode::Streamed {
+            spill: spill.path(),
+            budgets: TINY,
+        };
+        let (got, fell_back) = read_as(&path, None, streamed);
+        assert!(fell_back);
+        assert!(got == read_as(&path, None, Mode::Batch).0);
+        let (p, _) = ingest(&path);
+        let b = p.stages.iter().find(|s| s.name == "b").unwrap();
+        assert_eq!(b.gpu_ops, 1, "the last call of the id launched the kernel");
     }
 }

@@ -1,341 +1,691 @@
-//! An export's GPU ops read in start order with their launch calls joined, both done by
-//! SQLite on disk, into the [`StreamedConverter`]: the converter then keeps no op and no call.
+//! An export read into the [`StreamedConverter`]: its GPU ops in start order, each with its
+//! launch call, with nothing per op or per call held in memory. Exports have no indexes, and
+//! SQLite's own sorts and joins of millions of rows take longer than the rest of the ingest,
+//! so the tables are scanned once each in row order, and the sorting and the join are done
+//! here, on disk, in bounded memory ([`ExternalSort`], [`llmprof_store::spill`]):
 //!
-//! Two statements do it. The first writes the launch calls that ran a GPU op the converter
-//! keeps into a temporary table, sorted by start (then runtime before driver calls, then row
-//! order: the order of the batch converter's timeline calls), so that a call's rowid is its
-//! place among them. The second reads the op tables as one, sorted by start, end, table and
-//! row (the batch converter's order), each op joined on `(process, correlationId)` to its
-//! call in that table. A `(process, correlationId)` that two calls share makes an op come
-//! twice; the export is then read by the batch converter, which takes the last of them.
+//! 1. the op tables, read as the batch converter reads them: each op accepted into the
+//!    converter's rows and written, with its reading order, to one of `P` partition files by
+//!    `(process, correlationId)`, or, with no correlation id, straight to the final sort; the
+//!    `(process, correlationId)` pairs seen are marked;
+//! 2. the call tables: the calls of marked pairs go to a sort by start (then reading order):
+//!    the order of the timeline's calls;
+//! 3. that sort's output numbers the calls, goes into the converter's call columns, and is
+//!    written to the call partition of its pair;
+//! 4. partition by partition, the calls are held in a hash map and the ops joined to them,
+//!    into the final sort, by start, end and reading order (the batch converter's order);
+//! 5. the final sort's output goes into the converter.
+//!
+//! A `(process, correlationId)` that two calls share (the batch converter takes the last of
+//! them) sends the export to the batch converter instead.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap as StdHashMap;
+use std::hash::{Hash, Hasher};
+use std::io;
+use std::path::Path;
 
-use super::{
-    busiest_device, kernel_launch, kernel_name, note_untimed, op_times, sql_err, Export, KERNEL,
-    TID_BITS,
-};
+use llmprof_bundle::OpKind;
+use llmprof_store::spill::{Column, ColumnWriter, SpillDir, SpillValue};
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
+
+use super::Export;
 use crate::convert::{JoinedCall, StreamedConverter};
 use crate::diagnostics::Diagnostics;
 use crate::error::IngestError;
-use crate::records::{GpuOp, LaunchRecord};
+use crate::ops::Op;
+use crate::records::{GraphRef, LaunchRecord};
+use crate::sort::ExternalSort;
 
-const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
-const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
-const GRAPHS: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
-const CALL_TABLES: [&str; 2] = ["CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"];
+/// How much memory the reading may use, and so how much it writes to disk.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Budgets {
+    /// Bytes a sort holds before it writes a run.
+    pub sort: usize,
+    /// Calls a partition holds, about (its hash map: about 64 bytes a call).
+    pub calls_per_partition: usize,
+    /// Bytes the correlation ids of one process may take as a bitset.
+    pub marks: usize,
+}
 
-/// The temporary table of the calls that ran ops.
-const CALLS: &str = "temp.llmprof_calls";
+impl Budgets {
+    /// The most partitions (each two open files).
+    const MAX_PARTITIONS: usize = 64;
 
-/// The op tables' columns, by the index [`op_times`], [`kernel_name`] and [`kernel_launch`]
-/// read: 0-4 times, stream, correlation and process; 5-16 the kernel columns of
-/// `Export::kernel_query`; then these.
-const BYTES: usize = 17;
-const COPY_KIND: usize = 18;
-const GRAPH_ID: usize = 19;
-const SOURCE: usize = 20;
-const ROW: usize = 21;
-const CALL: usize = 22;
-
-/// Which table an op row comes from, in the batch converter's reading order.
-const FROM_KERNEL: i64 = 0;
-const FROM_MEMCPY: i64 = 1;
-const FROM_MEMSET: i64 = 2;
-const FROM_GRAPHS: i64 = 3;
-
-impl Export<'_> {
-    /// Reads the ops and their calls into `conv` (see the module docs); returns the device
-    /// that ran most kernels, or `None` for the converter when two calls share an id.
-    pub(super) fn read_streamed(
-        &self,
-        strings: &HashMap<i64, String>,
-        conv: &mut StreamedConverter,
-        diags: &mut Diagnostics,
-    ) -> Result<Option<Option<i64>>, IngestError> {
-        let graph_names = super::graph_launch_names(strings);
-        let parts = self.op_selects();
-        if parts.is_empty() {
-            return Ok(Some(None));
-        }
-        let calls = self.call_selects();
-        if !calls.is_empty() {
-            self.write_calls(&calls)?;
-            self.read_calls(strings, &graph_names, conv)?;
-        }
-        self.read_ops(
-            &parts,
-            !calls.is_empty(),
-            strings,
-            &graph_names,
-            conv,
-            diags,
-        )
-    }
-
-    /// One SELECT per op table the export has, all with the same columns (see [`BYTES`]).
-    fn op_selects(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let col = |t: &str, c: &str| self.column_or_null(t, c).to_string();
-        let process = self.process_filter("COALESCE(globalPid, 0)");
-        if self.has(KERNEL) {
-            let kernel = self.kernel_query(KERNEL);
-            let columns = kernel
-                .strip_prefix("SELECT ")
-                .and_then(|s| s.strip_suffix(&format!(" FROM {KERNEL}")))
-                .unwrap_or_default();
-            out.push(format!(
-                "SELECT {columns}, NULL, NULL, NULL, {FROM_KERNEL}, rowid FROM {KERNEL}{process}"
-            ));
-        }
-        let nulls = "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL";
-        let times = "start, end, streamId, correlationId, globalPid";
-        if self.has(MEMCPY) {
-            out.push(format!(
-                "SELECT {times}, {nulls}, {}, bytes, copyKind, NULL, {FROM_MEMCPY}, rowid \
-                 FROM {MEMCPY}{process}",
-                col(MEMCPY, "graphNodeId")
-            ));
-        }
-        if self.has(MEMSET) {
-            out.push(format!(
-                "SELECT {times}, {nulls}, {}, bytes, NULL, NULL, {FROM_MEMSET}, rowid \
-                 FROM {MEMSET}{process}",
-                col(MEMSET, "graphNodeId")
-            ));
-        }
-        if self.has(GRAPHS) {
-            out.push(format!(
-                "SELECT {times}, {nulls}, NULL, NULL, NULL, {}, {FROM_GRAPHS}, rowid \
-                 FROM {GRAPHS}{process}",
-                col(GRAPHS, "graphId")
-            ));
-        }
-        out
-    }
-
-    /// ` WHERE <expr> = <process>` when one process is read, else nothing.
-    fn process_filter(&self, expr: &str) -> String {
-        match self.process {
-            Some(p) => format!(" WHERE {expr} = {}", p as i64),
-            None => String::new(),
+    /// About 4 MB a sort, 4 MB a partition, and a 64th of the export (at least 8 MB) for the
+    /// correlation ids.
+    pub fn of_export(bytes: usize) -> Budgets {
+        Budgets {
+            sort: 4 << 20,
+            calls_per_partition: 1 << 16,
+            marks: (8 << 20usize).max(bytes / 64),
         }
     }
 
-    /// One SELECT per call table the export has: start, end, thread, correlation id, name
-    /// id, table and row of each call that can be placed in a range.
-    fn call_selects(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (source, table) in CALL_TABLES.iter().enumerate() {
-            if !self.has(table) {
-                continue;
-            }
-            let name = self.column_or_null(table, "nameId");
-            let process = match self.process {
-                Some(p) => format!(" AND (globalTid & ~{TID_BITS}) = {}", p as i64),
-                None => String::new(),
-            };
-            out.push(format!(
-                "SELECT start, end, globalTid AS tid, correlationId AS corr, {name} AS name, \
-                 {source} AS source, rowid AS row FROM {table} WHERE correlationId IS NOT NULL \
-                 AND start IS NOT NULL AND globalTid IS NOT NULL{process}"
-            ));
-        }
-        out
-    }
-
-    /// The `(process, correlationId)` of every op the converter keeps: timed, not ending
-    /// before it starts, a kernel only with a name in `StringIds`.
-    fn kept_op_keys(&self) -> String {
-        let named = if self.has("StringIds") {
-            let name = format!(
-                "COALESCE({}, {})",
-                self.column_or_null(KERNEL, "demangledName"),
-                self.column_or_null(KERNEL, "mangledName")
-            );
-            format!("{name} IN (SELECT id FROM StringIds)")
-        } else {
-            "0".to_string()
-        };
-        let mut out = Vec::new();
-        for table in [KERNEL, MEMCPY, MEMSET, GRAPHS] {
-            if !self.has(table) {
-                continue;
-            }
-            let kernel = if table == KERNEL {
-                format!(" AND {named}")
-            } else {
-                String::new()
-            };
-            out.push(format!(
-                "SELECT COALESCE(globalPid, 0), correlationId FROM {table} WHERE correlationId \
-                 IS NOT NULL AND start IS NOT NULL AND end IS NOT NULL AND end >= start{kernel}"
-            ));
-        }
-        out.join(" UNION ALL ")
-    }
-
-    /// The temporary table [`CALLS`] (see the module docs).
-    fn write_calls(&self, calls: &[String]) -> Result<(), IngestError> {
-        let sql = format!(
-            "CREATE TEMP TABLE {} AS SELECT start, end, tid, corr, name, source FROM ({}) \
-             WHERE (tid & ~{TID_BITS}, corr) IN ({}) ORDER BY start, source, row",
-            CALLS.trim_start_matches("temp."),
-            calls.join(" UNION ALL "),
-            self.kept_op_keys()
-        );
-        self.conn
-            .execute_batch(&sql)
-            .map_err(|e| sql_err(self.path, "the launch calls of the GPU ops", e))
-    }
-
-    /// The calls of [`CALLS`], in order, into the converter.
-    fn read_calls(
-        &self,
-        strings: &HashMap<i64, String>,
-        graph_names: &HashSet<i64>,
-        conv: &mut StreamedConverter,
-    ) -> Result<(), IngestError> {
-        let err = |e| sql_err(self.path, "the launch calls of the GPU ops", e);
-        let mut stmt = (self.conn)
-            .prepare(&format!(
-                "SELECT start, end, tid, corr, name, source FROM {CALLS} ORDER BY rowid"
-            ))
-            .map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
-            let start: i64 = r.get(0).map_err(err)?;
-            let end: Option<i64> = r.get(1).map_err(err)?;
-            let tid = r.get::<_, i64>(2).map_err(err)? as u64;
-            let name: Option<i64> = r.get(4).map_err(err)?;
-            let record = LaunchRecord {
-                process: tid & !TID_BITS,
-                thread: tid,
-                tid: tid & TID_BITS,
-                driver: r.get::<_, i64>(5).map_err(err)? == 1,
-                start,
-                end: end.unwrap_or(start),
-                correlation: r.get(3).map_err(err)?,
-                graph: name.is_some_and(|n| graph_names.contains(&n)),
-            };
-            conv.handle_call(
-                record,
-                name.and_then(|n| strings.get(&n)).map(String::as_str),
-            );
-        }
-        Ok(())
-    }
-
-    /// The ops, in start order, each with its call, into the converter; returns the device
-    /// that ran most kernels, or `None` when an op came twice.
-    fn read_ops(
-        &self,
-        parts: &[String],
-        with_calls: bool,
-        strings: &HashMap<i64, String>,
-        graph_names: &HashSet<i64>,
-        conv: &mut StreamedConverter,
-        diags: &mut Diagnostics,
-    ) -> Result<Option<Option<i64>>, IngestError> {
-        let union = parts.join(" UNION ALL ");
-        let sql = if with_calls {
-            format!(
-                "SELECT o.*, c.rowid - 1, c.start, c.end, c.tid, c.name FROM ({union}) o \
-                 LEFT JOIN {CALLS} c ON c.corr = o.correlationId \
-                 AND (c.tid & ~{TID_BITS}) = COALESCE(o.globalPid, 0) \
-                 ORDER BY 1, 2, 21, 22"
-            )
-        } else {
-            format!(
-                "SELECT o.*, NULL, NULL, NULL, NULL, NULL FROM ({union}) o \
-                 ORDER BY 1, 2, 21, 22"
-            )
-        };
-        let err = |e| sql_err(self.path, "the GPU ops", e);
-        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
-        let nodes = self.graph_nodes();
-        let directions = self.enum_labels("ENUM_CUDA_MEMCPY_OPER");
-        let mut devices: HashMap<i64, u64> = HashMap::new();
-        let mut spans = 0u64;
-        let mut last: Option<(i64, i64)> = None;
-        while let Some(r) = rows.next().map_err(err)? {
-            let source: i64 = r.get(SOURCE).map_err(err)?;
-            let key = (source, r.get::<_, i64>(ROW).map_err(err)?);
-            if last.replace(key) == Some(key) {
-                return Ok(None);
-            }
-            let call = joined_call(r, graph_names).map_err(err)?;
-            let table = [KERNEL, MEMCPY, MEMSET, GRAPHS][source.clamp(0, 3) as usize];
-            let op = match source {
-                FROM_KERNEL => {
-                    let Some(name) = kernel_name(r, strings, diags).map_err(err)? else {
-                        continue;
-                    };
-                    let short = (r.get::<_, Option<i64>>(6).map_err(err)?)
-                        .and_then(|i| strings.get(&i))
-                        .map(String::as_str);
-                    let launch = kernel_launch(r).map_err(err)?;
-                    GpuOp::Kernel {
-                        name,
-                        short_name: short,
-                        launch,
-                        comm: None,
-                    }
-                }
-                FROM_MEMCPY => {
-                    let kind: Option<i64> = r.get(COPY_KIND).map_err(err)?;
-                    GpuOp::Memcpy {
-                        direction: (kind.and_then(|k| directions.get(&k)))
-                            .map_or("Unknown", String::as_str),
-                        bytes: r.get::<_, Option<i64>>(BYTES).map_err(err)?.unwrap_or(0) as u64,
-                    }
-                }
-                FROM_MEMSET => GpuOp::Memset {
-                    bytes: r.get::<_, Option<i64>>(BYTES).map_err(err)?.unwrap_or(0) as u64,
-                },
-                _ => GpuOp::Graph {
-                    graph: (r.get::<_, Option<i64>>(GRAPH_ID).map_err(err)?)
-                        .map_or(0, |g| u32::try_from(g).unwrap_or(u32::MAX)),
-                },
-            };
-            let Some(t) = op_times(r).map_err(err)? else {
-                note_untimed(diags, table);
-                continue;
-            };
-            if source == FROM_KERNEL {
-                if let Some(dev) = r.get::<_, Option<i64>>(15).map_err(err)? {
-                    *devices.entry(dev).or_default() += 1;
-                }
-            }
-            spans += u64::from(source == FROM_GRAPHS);
-            let graph = match source {
-                FROM_GRAPHS => None,
-                _ => nodes.graph_of(r.get(16).map_err(err)?),
-            };
-            conv.handle_op(t.record(op, graph), call);
-        }
-        super::note_graphs_traced_whole(diags, spans);
-        Ok(Some(busiest_device(devices, diags)))
+    fn partitions(&self, ops: usize) -> usize {
+        (ops / self.calls_per_partition.max(1) + 1).min(Self::MAX_PARTITIONS)
     }
 }
 
-/// The call joined to an op row, if any.
-fn joined_call(
-    r: &rusqlite::Row<'_>,
-    graph_names: &HashSet<i64>,
-) -> rusqlite::Result<Option<JoinedCall>> {
-    let Some(pos) = r.get::<_, Option<i64>>(CALL)? else {
-        return Ok(None);
-    };
-    let start: i64 = r.get(CALL + 1)?;
-    let end: Option<i64> = r.get(CALL + 2)?;
-    let name: Option<i64> = r.get(CALL + 4)?;
-    Ok(Some(JoinedCall {
-        pos: u32::try_from(pos).unwrap_or(u32::MAX),
-        start,
-        end: end.unwrap_or(start),
-        thread: r.get::<_, i64>(CALL + 3)? as u64,
-        graph: name.is_some_and(|n| graph_names.contains(&n)),
-    }))
+impl Export<'_> {
+    /// Reads the ops and their calls into `conv` (see the module docs); returns the device
+    /// that ran most kernels, or `None` when two calls share an id.
+    pub(super) fn read_streamed(
+        &self,
+        strings: &StdHashMap<i64, String>,
+        conv: &mut StreamedConverter,
+        spill: &Path,
+        budgets: Budgets,
+        diags: &mut Diagnostics,
+    ) -> Result<Option<Option<i64>>, IngestError> {
+        let dir = SpillDir::new(spill);
+        let spilled = |source| IngestError::Spill {
+            path: spill.to_path_buf(),
+            source,
+        };
+        let ops = self.row_bound(super::KERNEL)
+            + self.row_bound("CUPTI_ACTIVITY_KIND_MEMCPY")
+            + self.row_bound("CUPTI_ACTIVITY_KIND_MEMSET");
+        let mut parts = Partitions::new(&dir, budgets.partitions(ops), budgets.marks);
+        let mut sorted: JoinedSort = ExternalSort::new(&dir, budgets.sort, Joined::key);
+        let mut failed: io::Result<()> = Ok(());
+        let mut seq = 0u64;
+        let device = self.read_ops(
+            strings,
+            &mut |op| {
+                let Some(op) = conv.accept(op) else { return };
+                let process = conv.process_of(&op);
+                let rec = OpRec { op, process, seq };
+                seq += 1;
+                let pushed = match op.correlation {
+                    Some(c) => {
+                        parts.add_op(process, c, rec);
+                        Ok(())
+                    }
+                    None => sorted.push(Joined {
+                        op: rec,
+                        call: None,
+                    }),
+                };
+                failed = std::mem::replace(&mut failed, Ok(())).and(pushed);
+            },
+            diags,
+        )?;
+        failed.map_err(spilled)?;
+        let calls = self.sort_calls(strings, &parts, &dir, budgets.sort, conv)?;
+        number_calls(calls.map_err(spilled)?, &mut parts, conv).map_err(spilled)?;
+        if !parts.join(&mut sorted).map_err(spilled)? {
+            return Ok(None);
+        }
+        sorted
+            .for_each(|j| conv.handle_op(j.op.op, j.call))
+            .map_err(spilled)?;
+        Ok(Some(device))
+    }
+
+    /// The calls of the pairs the ops marked, sorted by start, then reading order; the
+    /// export's error, or the sort's.
+    fn sort_calls(
+        &self,
+        strings: &StdHashMap<i64, String>,
+        parts: &Partitions,
+        dir: &SpillDir,
+        budget: usize,
+        conv: &mut StreamedConverter,
+    ) -> Result<io::Result<CallSort>, IngestError> {
+        let mut calls = ExternalSort::new(dir, budget, CallRec::key as fn(&CallRec) -> _);
+        let mut failed: io::Result<()> = Ok(());
+        let mut seq = 0u64;
+        let read = self.read_launches(strings, &mut |l, api| {
+            if !parts.marked(l.process, l.correlation) {
+                return;
+            }
+            let api = api.map(|a| conv.api_id(a));
+            let pushed = calls.push(CallRec { call: l, api, seq });
+            seq += 1;
+            failed = std::mem::replace(&mut failed, Ok(())).and(pushed);
+        });
+        read?;
+        Ok(failed.map(|()| calls))
+    }
+}
+
+type CallSort = ExternalSort<CallRec, (i64, u64), fn(&CallRec) -> (i64, u64)>;
+type JoinedSort = ExternalSort<Joined, (i64, i64, u64), fn(&Joined) -> (i64, i64, u64)>;
+
+/// Numbers the calls in order into the converter's call columns and their partitions.
+fn number_calls(
+    calls: CallSort,
+    parts: &mut Partitions,
+    conv: &mut StreamedConverter,
+) -> io::Result<()> {
+    let mut pos = 0u32;
+    calls.for_each(|c| {
+        let l = c.call;
+        parts.add_call(
+            l.process,
+            l.correlation,
+            JoinedCall {
+                pos,
+                start: l.start,
+                end: l.end,
+                thread: l.thread,
+                graph: l.graph,
+            },
+        );
+        conv.handle_call(l, c.api);
+        pos += 1;
+    })
+}
+
+/// The ops and calls by `(process, correlationId)`, in `P` files each, and which pairs the ops
+/// have.
+struct Partitions {
+    ops: Vec<ColumnWriter<OpRec>>,
+    calls: Vec<ColumnWriter<CallPart>>,
+    /// The `(process, correlationId)` pairs the ops have.
+    marked: HashMap<u64, Marks>,
+    /// Bytes the marks of one process may take as a bitset.
+    mark_budget: usize,
+}
+
+impl Partitions {
+    fn new(dir: &SpillDir, n: usize, mark_budget: usize) -> Self {
+        Partitions {
+            ops: (0..n).map(|_| dir.column()).collect(),
+            calls: (0..n).map(|_| dir.column()).collect(),
+            marked: HashMap::default(),
+            mark_budget,
+        }
+    }
+
+    fn index(&self, process: u64, corr: i64) -> usize {
+        let mut h = FxHasher::default();
+        (process, corr).hash(&mut h);
+        (h.finish() % self.ops.len() as u64) as usize
+    }
+
+    fn add_op(&mut self, process: u64, corr: i64, rec: OpRec) {
+        let i = self.index(process, corr);
+        self.ops[i].push(rec);
+        let budget = self.mark_budget;
+        self.marked.entry(process).or_default().mark(corr, budget);
+    }
+
+    /// Whether an op has this pair.
+    fn marked(&self, process: u64, corr: i64) -> bool {
+        (self.marked.get(&process)).is_some_and(|m| m.has(corr))
+    }
+
+    fn add_call(&mut self, process: u64, corr: i64, call: JoinedCall) {
+        let i = self.index(process, corr);
+        self.calls[i].push(CallPart {
+            process,
+            corr,
+            call,
+        });
+    }
+
+    /// Joins each partition's ops to its calls into `out`; `false` when two calls share a
+    /// pair.
+    fn join(self, out: &mut JoinedSort) -> io::Result<bool> {
+        for (ops, calls) in self.ops.into_iter().zip(self.calls) {
+            let (ops, calls): (Column<OpRec>, Column<CallPart>) = (ops.finish()?, calls.finish()?);
+            let mut by_pair: HashMap<(u64, i64), JoinedCall> = HashMap::default();
+            by_pair.reserve(calls.len());
+            let mut unique = true;
+            calls.for_each(|c| unique &= by_pair.insert((c.process, c.corr), c.call).is_none())?;
+            if !unique {
+                return Ok(false);
+            }
+            let mut r = ops.reader()?;
+            while let Some(op) = r.next_value()? {
+                let key = (op.process, op.op.correlation.unwrap_or(0));
+                let call = by_pair.get(&key).copied();
+                out.push(Joined { op, call })?;
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Correlation ids, a bit each over the span they cover while that fits a budget (ids are
+/// dense: CUPTI numbers the API calls), else a set of their 64-id words.
+#[derive(Debug, Default)]
+struct Marks {
+    /// The first word's number, and the words from it.
+    first: i64,
+    words: std::collections::VecDeque<u64>,
+    sparse: Option<HashMap<i64, u64>>,
+}
+
+impl Marks {
+    fn mark(&mut self, corr: i64, budget: usize) {
+        let (word, bit) = (corr.div_euclid(64), 1u64 << corr.rem_euclid(64));
+        if let Some(set) = &mut self.sparse {
+            *set.entry(word).or_default() |= bit;
+            return;
+        }
+        if self.words.is_empty() {
+            self.first = word;
+        }
+        let last = self.first + self.words.len() as i64 - 1;
+        let (lo, hi) = (self.first.min(word), last.max(word));
+        if (hi - lo + 1) as u64 > (budget / 8) as u64 {
+            self.go_sparse();
+            return self.mark(corr, budget);
+        }
+        for _ in word..self.first {
+            self.words.push_front(0);
+        }
+        self.first = lo;
+        let i = (word - lo) as usize;
+        if self.words.len() <= i {
+            self.words.resize(i + 1, 0);
+        }
+        self.words[i] |= bit;
+    }
+
+    fn go_sparse(&mut self) {
+        let words = std::mem::take(&mut self.words);
+        let first = self.first;
+        let set = (words.into_iter().enumerate())
+            .filter(|&(_, w)| w != 0)
+            .map(|(i, w)| (first + i as i64, w))
+            .collect();
+        self.sparse = Some(set);
+    }
+
+    fn has(&self, corr: i64) -> bool {
+        let (word, bit) = (corr.div_euclid(64), 1u64 << corr.rem_euclid(64));
+        let w = match &self.sparse {
+            Some(set) => set.get(&word).copied(),
+            None => (word.checked_sub(self.first))
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| self.words.get(i).copied()),
+        };
+        w.is_some_and(|w| w & bit != 0)
+    }
+}
+
+/// An accepted op, its process and its reading order.
+#[derive(Debug, Clone, Copy)]
+struct OpRec {
+    op: Op,
+    process: u64,
+    seq: u64,
+}
+
+/// An op and its call, sorted by start, end, reading order.
+#[derive(Debug, Clone, Copy)]
+struct Joined {
+    op: OpRec,
+    call: Option<JoinedCall>,
+}
+
+impl Joined {
+    fn key(&self) -> (i64, i64, u64) {
+        (self.op.op.start, self.op.op.end, self.op.seq)
+    }
+}
+
+/// A call of a marked pair, sorted by start, then reading order.
+#[derive(Debug, Clone, Copy)]
+struct CallRec {
+    call: LaunchRecord,
+    api: Option<u32>,
+    seq: u64,
+}
+
+impl CallRec {
+    fn key(&self) -> (i64, u64) {
+        (self.call.start, self.seq)
+    }
+}
+
+/// A numbered call in its partition.
+#[derive(Debug, Clone, Copy)]
+struct CallPart {
+    process: u64,
+    corr: i64,
+    call: JoinedCall,
+}
+
+/// Fixed-width little-endian fields, written in order.
+struct Put<'a>(&'a mut Vec<u8>);
+
+impl Put<'_> {
+    fn u8(&mut self, v: u8) -> &mut Self {
+        self.0.push(v);
+        self
+    }
+    fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn u64(&mut self, v: u64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn i64(&mut self, v: i64) -> &mut Self {
+        self.u64(v as u64)
+    }
+}
+
+/// Fields read back in the order [`Put`] wrote them.
+struct Take<'a>(&'a [u8]);
+
+impl Take<'_> {
+    fn bytes<const N: usize>(&mut self) -> [u8; N] {
+        let mut b = [0u8; N];
+        b.copy_from_slice(&self.0[..N]);
+        self.0 = &self.0[N..];
+        b
+    }
+    fn u8(&mut self) -> u8 {
+        self.bytes::<1>()[0]
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.bytes())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.bytes())
+    }
+    fn i64(&mut self) -> i64 {
+        self.u64() as i64
+    }
+}
+
+const HAS_CORRELATION: u8 = 1;
+const HAS_LAUNCH: u8 = 1 << 1;
+const IN_GRAPH: u8 = 1 << 2;
+const HAS_GRAPH_ID: u8 = 1 << 3;
+const HAS_NODE: u8 = 1 << 4;
+const HAS_CALL: u8 = 1 << 5;
+const CALL_GRAPH: u8 = 1 << 6;
+const DRIVER: u8 = 1 << 7;
+
+fn kind_of(b: u8) -> OpKind {
+    match b {
+        0 => OpKind::Kernel,
+        1 => OpKind::Memcpy,
+        2 => OpKind::Memset,
+        _ => OpKind::Graph,
+    }
+}
+
+fn flag(on: bool, bit: u8) -> u8 {
+    if on {
+        bit
+    } else {
+        0
+    }
+}
+
+impl OpRec {
+    const BYTES: usize = 8 * 6 + 4 * 5 + 2;
+
+    /// Writes the record; `extra` flags go with the op's.
+    fn write(&self, out: &mut Vec<u8>, extra: u8) {
+        let op = &self.op;
+        let g = op.graph;
+        let flags = flag(op.correlation.is_some(), HAS_CORRELATION)
+            | flag(op.launch.is_some(), HAS_LAUNCH)
+            | flag(g.is_some(), IN_GRAPH)
+            | flag(g.is_some_and(|g| g.graph.is_some()), HAS_GRAPH_ID)
+            | flag(g.is_some_and(|g| g.node.is_some()), HAS_NODE)
+            | extra;
+        Put(out)
+            .i64(op.start)
+            .i64(op.end)
+            .i64(op.correlation.unwrap_or(0))
+            .u64(op.bytes)
+            .u64(self.process)
+            .u64(self.seq)
+            .u32(op.row)
+            .u32(op.queue)
+            .u32(op.launch.unwrap_or(0))
+            .u32(g.and_then(|g| g.graph).unwrap_or(0))
+            .u32(g.and_then(|g| g.node).unwrap_or(0))
+            .u8(op.kind as u8)
+            .u8(flags);
+    }
+
+    /// The record and its flags.
+    fn read(t: &mut Take<'_>) -> (OpRec, u8) {
+        let (start, end, corr, bytes) = (t.i64(), t.i64(), t.i64(), t.u64());
+        let (process, seq) = (t.u64(), t.u64());
+        let (row, queue, launch, graph, node) = (t.u32(), t.u32(), t.u32(), t.u32(), t.u32());
+        let (kind, flags) = (kind_of(t.u8()), t.u8());
+        let op = Op {
+            start,
+            end,
+            correlation: (flags & HAS_CORRELATION != 0).then_some(corr),
+            row,
+            queue,
+            launch: (flags & HAS_LAUNCH != 0).then_some(launch),
+            bytes,
+            kind,
+            graph: (flags & IN_GRAPH != 0).then_some(GraphRef {
+                graph: (flags & HAS_GRAPH_ID != 0).then_some(graph),
+                node: (flags & HAS_NODE != 0).then_some(node),
+            }),
+        };
+        (OpRec { op, process, seq }, flags)
+    }
+}
+
+impl SpillValue for OpRec {
+    const BYTES: usize = OpRec::BYTES;
+    fn put(self, out: &mut Vec<u8>) {
+        self.write(out, 0);
+    }
+    fn take(bytes: &[u8]) -> Self {
+        OpRec::read(&mut Take(bytes)).0
+    }
+}
+
+/// A call's fields after the op's.
+const CALL_BYTES: usize = 4 + 8 * 3;
+
+fn put_call(out: &mut Vec<u8>, c: &JoinedCall) {
+    Put(out).u32(c.pos).i64(c.start).i64(c.end).u64(c.thread);
+}
+
+fn take_call(t: &mut Take<'_>, graph: bool) -> JoinedCall {
+    JoinedCall {
+        pos: t.u32(),
+        start: t.i64(),
+        end: t.i64(),
+        thread: t.u64(),
+        graph,
+    }
+}
+
+impl SpillValue for Joined {
+    const BYTES: usize = OpRec::BYTES + CALL_BYTES;
+    fn put(self, out: &mut Vec<u8>) {
+        let extra = match &self.call {
+            Some(c) => HAS_CALL | flag(c.graph, CALL_GRAPH),
+            None => 0,
+        };
+        self.op.write(out, extra);
+        put_call(
+            out,
+            &self.call.unwrap_or(JoinedCall {
+                pos: 0,
+                start: 0,
+                end: 0,
+                thread: 0,
+                graph: false,
+            }),
+        );
+    }
+    fn take(bytes: &[u8]) -> Self {
+        let mut t = Take(bytes);
+        let (op, flags) = OpRec::read(&mut t);
+        let call = take_call(&mut t, flags & CALL_GRAPH != 0);
+        Joined {
+            op,
+            call: (flags & HAS_CALL != 0).then_some(call),
+        }
+    }
+}
+
+impl SpillValue for CallRec {
+    const BYTES: usize = 8 * 6 + 4 + 4 + 1;
+    fn put(self, out: &mut Vec<u8>) {
+        let l = &self.call;
+        let flags =
+            flag(l.driver, DRIVER) | flag(l.graph, CALL_GRAPH) | flag(self.api.is_some(), HAS_CALL);
+        Put(out)
+            .i64(l.start)
+            .i64(l.end)
+            .u64(l.process)
+            .u64(l.thread)
+            .i64(l.correlation)
+            .u64(self.seq)
+            .u32(u32::try_from(l.tid).unwrap_or(u32::MAX))
+            .u32(self.api.unwrap_or(0))
+            .u8(flags);
+    }
+    fn take(bytes: &[u8]) -> Self {
+        let mut t = Take(bytes);
+        let (start, end, process, thread, correlation, seq) =
+            (t.i64(), t.i64(), t.u64(), t.u64(), t.i64(), t.u64());
+        let (tid, api, flags) = (t.u32(), t.u32(), t.u8());
+        CallRec {
+            call: LaunchRecord {
+                process,
+                thread,
+                tid: u64::from(tid),
+                driver: flags & DRIVER != 0,
+                start,
+                end,
+                correlation,
+                graph: flags & CALL_GRAPH != 0,
+            },
+            api: (flags & HAS_CALL != 0).then_some(api),
+            seq,
+        }
+    }
+}
+
+impl SpillValue for CallPart {
+    const BYTES: usize = 8 * 2 + CALL_BYTES + 1;
+    fn put(self, out: &mut Vec<u8>) {
+        Put(out).u64(self.process).i64(self.corr);
+        put_call(out, &self.call);
+        Put(out).u8(flag(self.call.graph, CALL_GRAPH));
+    }
+    fn take(bytes: &[u8]) -> Self {
+        let mut t = Take(bytes);
+        let (process, corr) = (t.u64(), t.i64());
+        let mut call = take_call(&mut t, false);
+        call.graph = t.u8() & CALL_GRAPH != 0;
+        CallPart {
+            process,
+            corr,
+            call,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip<T: SpillValue + std::fmt::Debug>(v: T) -> T {
+        let mut b = Vec::new();
+        v.put(&mut b);
+        assert_eq!(b.len(), T::BYTES, "{v:?}");
+        T::take(&b)
+    }
+
+    #[test]
+    fn marks_hold_what_was_marked_dense_or_sparse() {
+        for budget in [1 << 20, 16] {
+            let mut m = Marks::default();
+            let ids = [500i64, 3, -70, 501, 10_000];
+            for &c in &ids {
+                m.mark(c, budget);
+            }
+            for c in -200..11_000 {
+                assert_eq!(m.has(c), ids.contains(&c), "id {c} budget {budget}");
+            }
+            assert_eq!(m.sparse.is_some(), budget == 16);
+        }
+    }
+
+    #[test]
+    fn records_come_back_as_written() {
+        let call = JoinedCall {
+            pos: 7,
+            start: -3,
+            end: i64::MAX,
+            thread: u64::MAX - 1,
+            graph: true,
+        };
+        for (corr, launch, graph) in [
+            (None, None, None),
+            (
+                Some(-5),
+                Some(3),
+                Some(GraphRef {
+                    graph: Some(2),
+                    node: None,
+                }),
+            ),
+            (
+                Some(i64::MAX),
+                None,
+                Some(GraphRef {
+                    graph: None,
+                    node: Some(9),
+                }),
+            ),
+        ] {
+            let op = OpRec {
+                op: Op {
+                    start: i64::MIN,
+                    end: 12,
+                    correlation: corr,
+                    row: 4,
+                    queue: 5,
+                    launch,
+                    bytes: 1 << 40,
+                    kind: OpKind::Memset,
+                    graph,
+                },
+                process: 1 << 56,
+                seq: 99,
+            };
+            let back = roundtrip(op);
+            assert_eq!(format!("{back:?}"), format!("{op:?}"));
+            for call in [None, Some(call)] {
+                let j = roundtrip(Joined { op, call });
+                assert_eq!(format!("{j:?}"), format!("{:?}", Joined { op, call }));
+            }
+        }
+        let c = CallRec {
+            call: LaunchRecord {
+                process: 1 << 56,
+                thread: (1 << 56) | 7,
+                tid: 7,
+                driver: true,
+                start: 5,
+                end: 4,
+                correlation: -1,
+                graph: true,
+            },
+            api: Some(3),
+            seq: 1,
+        };
+        assert_eq!(format!("{:?}", roundtrip(c)), format!("{c:?}"));
+        let p = CallPart {
+            process: 3,
+            corr: 4,
+            call,
+        };
+        assert_eq!(format!("{:?}", roundtrip(p)), format!("{p:?}"));
+    }
 }

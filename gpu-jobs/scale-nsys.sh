@@ -2,7 +2,8 @@
 # Issue 15: a large Nsight Systems export (a long decode, over a million kernels) and how fast
 # llmprof ingests it against `nsys stats` computing cuda_gpu_kern_sum and nvtx_gpu_proj_sum.
 # Two calls on one warm machine (each under the 10-minute limit; nsys's import is the slow
-# part): `PHASE=profile` then `PHASE=ingest`. Logs go to $OUT as they are written.
+# part): `PHASE=profile` then `PHASE=ingest` (ROUNDS=2 of each binary, alternating, then an
+# anonymous peak of each, whose outputs are compared). Logs go to $OUT as they are written.
 set -u
 R=$PWD
 START=$(date +%s)
@@ -30,18 +31,19 @@ import sqlite3; c=sqlite3.connect('/dev/shm/long.sqlite')
 print('kernels', c.execute('select count(*) from CUPTI_ACTIVITY_KIND_KERNEL').fetchone(), 'runtime', c.execute('select count(*) from CUPTI_ACTIVITY_KIND_RUNTIME').fetchone(), 'nvtx', c.execute('select count(*) from NVTX_EVENTS').fetchone())"
 el stats; /usr/bin/time -f "nsys stats: %e s wall %M KB peak" $NSYS stats --report cuda_gpu_kern_sum,nvtx_gpu_proj_sum --format csv --output /dev/shm/st /dev/shm/long.sqlite > stats.log 2>&1; tail -3 stats.log
 el ingest
+# The runs directory on disk (where a streamed timeline's columns are spilled), not in /dev/shm.
+RUNS=$R/.runs; df -h $R | tail -1; mount | grep -E " /dev/shm | /tmp " || true
 BINS="llmprof"; [ -x /tmp/llmprof-old ] && BINS="llmprof-old llmprof"
-for i in 1 2 3; do for b in $BINS; do rm -rf r; /usr/bin/time -f "$b ingest: %e s wall %M KB peak %U user %S sys" /tmp/$b ingest --nsys /dev/shm/long.sqlite --out r 2>&1 | tail -1; done; done
-for b in $BINS; do rm -rf r; echo "$b anon: $(bash $R/gpu-jobs/anonpeak.sh /tmp/$b ingest --nsys /dev/shm/long.sqlite --out r)"; done
+for i in $(seq ${ROUNDS:-2}); do for b in $BINS; do rm -rf $RUNS; /usr/bin/time -f "$b ingest: %e s wall %M KB peak %U user %S sys" /tmp/$b ingest --nsys /dev/shm/long.sqlite --out $RUNS 2>&1 | tail -1; done; done
+for b in $BINS; do rm -rf $RUNS-$b; echo "$b anon: $(bash $R/gpu-jobs/anonpeak.sh /tmp/$b ingest --nsys /dev/shm/long.sqlite --out $RUNS-$b)"; done
 if [ -x /tmp/llmprof-old ]; then
-  rm -rf r-old r-new; /tmp/llmprof-old ingest --nsys /dev/shm/long.sqlite --out r-old >/dev/null 2>&1; /tmp/llmprof ingest --nsys /dev/shm/long.sqlite --out r-new >/dev/null 2>&1
-  for f in timeline.json launch_calls.json; do cmp r-old/*/$f r-new/*/$f && echo "$f: old and new equal"; done
+  for f in timeline.json launch_calls.json; do cmp $RUNS-llmprof-old/*/$f $RUNS-llmprof/*/$f && echo "$f: old and new equal"; done
   python3 -c "
 import json,glob
-a,b=[json.load(open(glob.glob(d+'/*/bundle.json')[0])) for d in ('r-old','r-new')]
+a,b=[json.load(open(glob.glob(d+'/*/bundle.json')[0])) for d in ('$RUNS-llmprof-old','$RUNS-llmprof')]
 diff=[k for k in a if k not in ('run_id','created_at','ingested_at') and a.get(k)!=b.get(k)]
 print('bundle: old and new equal' if not diff else 'bundle DIFF: '+','.join(diff))"
 fi
 el done
-cp /dev/shm/st_* $OUT/nsys1g/ 2>/dev/null; cp r/*/bundle.json $OUT/nsys1g/ 2>/dev/null; cp profile.log $OUT/nsys1g/ 2>/dev/null
+cp /dev/shm/st_* $OUT/nsys1g/ 2>/dev/null; cp $RUNS-llmprof/*/bundle.json $OUT/nsys1g/ 2>/dev/null; cp profile.log $OUT/nsys1g/ 2>/dev/null
 ls -la $OUT/nsys1g

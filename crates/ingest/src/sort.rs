@@ -12,7 +12,7 @@ use std::io;
 use llmprof_store::spill::{Column, ColumnReader, SpillDir, SpillValue};
 
 /// Runs merged at once: the files open at once are at most this many per level.
-const FAN_IN: usize = 32;
+const FAN_IN: usize = 64;
 
 /// Records of type `T` sorted by `key`; equal keys keep no particular order, so a key should
 /// say everything the order needs.

@@ -289,10 +289,15 @@ impl StreamedConverter {
             stream_of: &stream_of,
             spill: &spill,
         };
-        let calls = calls.finish(&ids)?;
+        // Each group's columns are rewritten with their final values on a thread of its own.
         let has_calls = !calls.start.is_empty();
-        let (kernels, kernel_call) = kernels.finish(&ids, any_graph_id, has_calls)?;
-        let (mem_ops, mem_op_call) = mem_ops.finish(&ids, has_calls)?;
+        let (calls, kernels, mem_ops) = std::thread::scope(|s| {
+            let calls = s.spawn(|| calls.finish(&ids));
+            let kernels = s.spawn(|| kernels.finish(&ids, any_graph_id, has_calls));
+            let mem_ops = mem_ops.finish(&ids, has_calls);
+            (joined(calls), joined(kernels), mem_ops)
+        });
+        let (calls, (kernels, kernel_call), (mem_ops, mem_op_call)) = (calls?, kernels?, mem_ops?);
         let head = Timeline {
             schema_version: SCHEMA_VERSION,
             run_id: String::new(),
@@ -325,6 +330,11 @@ impl StreamedConverter {
             collectives: std::mem::take(&mut conv.collectives).finish(),
         })
     }
+}
+
+/// What a scoped thread returned (its panic goes on).
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// What turns the columns as written into the timeline's: times from `t0`, kernel ids,

@@ -51,12 +51,12 @@ impl Budgets {
     /// The most partitions (each two open files).
     const MAX_PARTITIONS: usize = 64;
 
-    /// About 16 MB a sort (one at a time; runs of 16 MB keep a 2 GB export's sorts to one
-    /// merge), 4 MB a partition, and a 64th of the export (at least 8 MB) for the
-    /// correlation ids.
+    /// A 64th of the export for a sort (one at a time), from 4 to 16 MB: about 50 runs, merged
+    /// at once, up to a 1 GB export, and one more merge level from about 2 GB on; 4 MB a
+    /// partition; and a 64th of the export (at least 8 MB) for the correlation ids.
     pub fn of_export(bytes: usize) -> Budgets {
         Budgets {
-            sort: 16 << 20,
+            sort: (bytes / 64).clamp(4 << 20, 16 << 20),
             calls_per_partition: 1 << 16,
             marks: (8 << 20usize).max(bytes / 64),
         }

@@ -37,6 +37,8 @@ use llmprof_store::RunTimeline;
 mod range_index;
 mod streamed;
 
+use range_index::RangeSets;
+
 use llmprof_bundle::names;
 pub use streamed::{JoinedCall, StreamedConverter};
 
@@ -1120,11 +1122,9 @@ impl Attribution {
 /// in a row on one thread mostly share one set: each distinct run of a set is stored once.
 #[derive(Debug, Default)]
 struct OpenRanges {
-    /// Per launch, its set (index into `sets`), or [`NO_SET`].
+    /// Per launch, its set (an id in `sets`), or [`NO_SET`].
     set_of: Vec<u32>,
-    /// `(offset, len)` into `arena`.
-    sets: Vec<(u32, u32)>,
-    arena: Vec<u32>,
+    sets: RangeSets,
 }
 
 const NO_SET: u32 = u32::MAX;
@@ -1133,23 +1133,13 @@ impl OpenRanges {
     fn of(&self, launch: usize) -> &[u32] {
         match self.set_of[launch] {
             NO_SET => &[],
-            s => {
-                let (offset, len) = self.sets[s as usize];
-                &self.arena[offset as usize..(offset + len) as usize]
-            }
+            s => self.sets.get(s),
         }
     }
 
-    /// Gives `launch` the set `active`, the last set again where it is the same.
+    /// Gives `launch` the set `active`.
     fn set(&mut self, launch: u32, active: &[u32]) {
-        let same = (self.sets.last())
-            .is_some_and(|&(o, n)| self.arena[o as usize..(o + n) as usize] == *active);
-        if !same {
-            self.sets
-                .push((self.arena.len() as u32, active.len() as u32));
-            self.arena.extend_from_slice(active);
-        }
-        self.set_of[launch as usize] = self.sets.len() as u32 - 1;
+        self.set_of[launch as usize] = self.sets.intern(active);
     }
 }
 

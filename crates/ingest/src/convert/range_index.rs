@@ -12,9 +12,38 @@ use super::RangeAcc;
 #[derive(Debug, Default)]
 pub(super) struct RangeIndex {
     threads: HashMap<u64, Changes>,
+    sets: RangeSets,
+}
+
+/// Sets of range instances, each stored once where it repeats the set stored before it (a
+/// run of calls or times mostly shares one).
+#[derive(Debug, Default)]
+pub(super) struct RangeSets {
     /// `(offset, len)` into `arena`.
     sets: Vec<(u32, u32)>,
     arena: Vec<u32>,
+}
+
+impl RangeSets {
+    /// The id of set `active`: the last set's again where it is the same.
+    pub fn intern(&mut self, active: &[u32]) -> u32 {
+        let same = (self.sets.last()).is_some_and(|&(o, n)| self.get_at(o, n) == active);
+        if !same {
+            self.sets
+                .push((self.arena.len() as u32, active.len() as u32));
+            self.arena.extend_from_slice(active);
+        }
+        self.sets.len() as u32 - 1
+    }
+
+    pub fn get(&self, id: u32) -> &[u32] {
+        let (offset, len) = self.sets[id as usize];
+        self.get_at(offset, len)
+    }
+
+    fn get_at(&self, offset: u32, len: u32) -> &[u32] {
+        &self.arena[offset as usize..(offset + len) as usize]
+    }
 }
 
 /// One thread's change times, and the set from each on (an index into `sets`).
@@ -60,21 +89,9 @@ impl RangeIndex {
                 next += 1;
             }
             active.retain(|&r| ranges[r as usize].end > t);
-            set.push(self.intern(&active));
+            set.push(self.sets.intern(&active));
         }
         Changes { times, set }
-    }
-
-    /// The id of set `active`: the last set again where it is the same.
-    fn intern(&mut self, active: &[u32]) -> u32 {
-        let same = (self.sets.last())
-            .is_some_and(|&(o, n)| self.arena[o as usize..(o + n) as usize] == *active);
-        if !same {
-            self.sets
-                .push((self.arena.len() as u32, active.len() as u32));
-            self.arena.extend_from_slice(active);
-        }
-        self.sets.len() as u32 - 1
     }
 
     /// The ranges open on `thread` at `t`, outermost first.
@@ -86,8 +103,7 @@ impl RangeIndex {
         let Some(&s) = k.checked_sub(1).map(|k| &c.set[k]) else {
             return &[];
         };
-        let (offset, len) = self.sets[s as usize];
-        &self.arena[offset as usize..(offset + len) as usize]
+        self.sets.get(s)
     }
 }
 

@@ -405,7 +405,10 @@ pub struct IngestArgs {
     pub label: Option<String>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// Directory that receives the run directory.
+    /// Directory that receives the run directory. An Nsight Systems export's timeline is
+    /// built here as the export is read, in temporary files that vanish once the run is
+    /// written (so memory stays a small fraction of the export): up to about the export's
+    /// size, on this directory's disk.
     #[arg(long, value_name = "DIR", default_value = "runs")]
     pub out: PathBuf,
     #[command(flatten)]

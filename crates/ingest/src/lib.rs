@@ -231,7 +231,7 @@ impl<'r> Assembly<'r> {
         let conv = TraceConverter::with_stage_names(self.req.stage_names.clone());
         let mut diags = Diagnostics::new(Source::Nsys, self.names().file(path));
         let process = self.req.nsys_process;
-        let spill = self.spill_dir();
+        let spill = spill_dir(self.req);
         let (facts, conv) = nsys::read_process(path, process, conv, &spill, &mut diags)?;
         self.facts.push(facts);
         self.bundle.inputs.push(self.input_file(Source::Nsys, path));
@@ -378,11 +378,6 @@ impl<'r> Assembly<'r> {
         d.append(&mut bundle.diagnostics);
         bundle.diagnostics = d;
         Ok(Some(t))
-    }
-
-    /// Where a timeline built on disk goes ([`IngestRequest::spill_dir`]).
-    fn spill_dir(&self) -> PathBuf {
-        spill_dir(self.req)
     }
 
     /// `path` as an input of the bundle, named as [`PathNames`] says.

@@ -65,6 +65,10 @@ impl SpillDir {
         SpillDir(dir.to_path_buf())
     }
 
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
     /// A column being written here.
     pub fn column<T: SpillValue>(&self) -> ColumnWriter<T> {
         let file = std::fs::create_dir_all(&self.0).and_then(|()| tempfile::tempfile_in(&self.0));

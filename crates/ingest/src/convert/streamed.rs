@@ -9,8 +9,6 @@
 //! but for which skipped record a diagnostic quotes: the first in time here, the first read
 //! there.
 
-use std::path::PathBuf;
-
 use llmprof_bundle::{
     Launch, OpKind, OptU32, Timeline, TimelineCalls, TimelineKernels, TimelineMemOps,
     SCHEMA_VERSION,
@@ -54,7 +52,6 @@ pub struct StreamedConverter {
     index: RangeIndex,
     fold: OpFold,
     spill: SpillDir,
-    spill_path: PathBuf,
     kernels: KernelColumns,
     mem_ops: MemOpColumns,
     calls: CallColumns,
@@ -129,7 +126,6 @@ impl TraceConverter {
             mem_ops: MemOpColumns::new(&dir),
             calls: CallColumns::new(&dir),
             spill: dir,
-            spill_path: spill.to_path_buf(),
             launches: Vec::new(),
             launch_ids: HashMap::default(),
             any_graph_id: false,
@@ -250,7 +246,7 @@ impl StreamedConverter {
 
     /// Aggregates what the ops added up to, and finishes the timeline's columns on disk.
     pub fn finish(self, diags: &mut Diagnostics) -> Result<TraceParts, IngestError> {
-        let spill_path = self.spill_path.clone();
+        let spill_path = self.spill.path().to_path_buf();
         self.finish_columns(diags)
             .map_err(|source| IngestError::Spill {
                 path: spill_path,

@@ -339,10 +339,16 @@ fn read_array<P: ElementParser>(
     let job_rx = Mutex::new(job_rx);
     let end = std::thread::scope(|s| {
         let (done_tx, done_rx) = mpsc::channel();
+        let mut started = 0;
         if workers > 1 {
             for _ in 0..workers {
                 let (jobs, done, gate, cancel) = (&job_rx, done_tx.clone(), &gate, &cancel);
-                s.spawn(move || work(parser, jobs, &done, gate, cancel));
+                // Named for profilers. Pieces go to the workers that started; with none, the
+                // pieces are all parsed here.
+                let spawned = std::thread::Builder::new()
+                    .name("parse worker".into())
+                    .spawn_scoped(s, move || work(parser, jobs, &done, gate, cancel));
+                started += usize::from(spawned.is_ok());
             }
         }
         drop(done_tx);
@@ -350,7 +356,7 @@ fn read_array<P: ElementParser>(
             win,
             parser,
             piece,
-            jobs: (workers > 1).then_some(job_tx),
+            jobs: (started > 0).then_some(job_tx),
             done: done_rx,
             arrived: BTreeMap::new(),
             gate: &gate,

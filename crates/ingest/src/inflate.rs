@@ -77,7 +77,11 @@ impl GzipStream {
         // gets each one back when the reader is done with it.
         let (filled_tx, filled) = mpsc::sync_channel(0);
         let (recycle, recycle_rx) = mpsc::sync_channel(BUFFERS);
-        std::thread::spawn(move || inflate(file, cap, window, &filled_tx, &recycle_rx));
+        // Named for profilers. A thread that cannot start drops the channel's sender, and the
+        // first `next` reports it.
+        let _ = std::thread::Builder::new()
+            .name("gunzip".into())
+            .spawn(move || inflate(file, cap, window, &filled_tx, &recycle_rx));
         GzipStream {
             filled,
             recycle,

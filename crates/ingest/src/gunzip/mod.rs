@@ -216,12 +216,21 @@ impl ParallelGunzip {
         // more symbols and did not read faster (README, Performance, session 20).
         let ahead = threads;
         let shared = Arc::new(Shared::new(file, size, first, chunk, ahead)?);
-        let workers = (0..threads)
-            .map(|_| {
-                let shared = Arc::clone(&shared);
-                std::thread::spawn(move || shared.work())
-            })
-            .collect();
+        let mut workers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let worker = Arc::clone(&shared);
+            // Named for profilers. A thread that cannot start leaves the file to `flate2`.
+            let spawned = std::thread::Builder::new()
+                .name("gunzip worker".into())
+                .spawn(move || worker.work());
+            match spawned {
+                Ok(w) => workers.push(w),
+                Err(_) => {
+                    shared.stop();
+                    return None;
+                }
+            }
+        }
         Some(ParallelGunzip {
             shared,
             workers,

@@ -766,67 +766,57 @@ impl Export<'_> {
         sink: &mut dyn FnMut(GpuOpRecord<'_>),
         diags: &mut Diagnostics,
     ) -> Result<(), IngestError> {
+        let directions = self.enum_labels("ENUM_CUDA_MEMCPY_OPER");
+        let memcpy = |r: &rusqlite::Row<'_>, bytes| {
+            let kind: Option<i64> = r.get(6)?;
+            let direction = kind
+                .and_then(|k| directions.get(&k))
+                .map(String::as_str)
+                .unwrap_or("Unknown");
+            Ok(GpuOp::Memcpy { direction, bytes })
+        };
+        let memset = |_: &rusqlite::Row<'_>, bytes| Ok(GpuOp::Memset { bytes });
         const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
         const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
-        let node = |table: &str| self.column_or_null(table, "graphNodeId");
-        if self.has(MEMCPY) {
-            let directions = self.enum_labels("ENUM_CUDA_MEMCPY_OPER");
-            let mut stmt = self
-                .conn
-                .prepare(&format!(
-                    "SELECT start, end, streamId, correlationId, globalPid, bytes, copyKind, {} FROM {MEMCPY}",
-                    node(MEMCPY)
-                ))
-                .map_err(|e| sql_err(self.path, MEMCPY, e))?;
-            let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, MEMCPY, e))?;
-            let err = |e| sql_err(self.path, MEMCPY, e);
-            while let Some(r) = rows.next().map_err(err)? {
-                let kind: Option<i64> = r.get(6).map_err(err)?;
-                let direction = kind
-                    .and_then(|k| directions.get(&k))
-                    .map(String::as_str)
-                    .unwrap_or("Unknown");
-                let Some(t) = op_times(r).map_err(err)? else {
-                    note_untimed(diags, MEMCPY);
-                    continue;
-                };
-                if !self.keeps(t.process) {
-                    continue;
-                }
-                sink(t.record(
-                    GpuOp::Memcpy {
-                        direction,
-                        bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
-                    },
-                    nodes.graph_of(r.get(7).map_err(err)?),
-                ));
-            }
+        self.read_memop_table(MEMCPY, "copyKind", nodes, sink, diags, memcpy)?;
+        self.read_memop_table(MEMSET, "NULL", nodes, sink, diags, memset)
+    }
+
+    /// The rows of the memory-op table `table`, where the export has it: the [`OpTimes`]
+    /// columns, `bytes` (5), `extra` (6, for `op`) and `graphNodeId` (7). Each row of a kept
+    /// process goes to `sink` as the op `op` makes of it and its bytes.
+    fn read_memop_table<'d>(
+        &self,
+        table: &str,
+        extra: &str,
+        nodes: &GraphNodes,
+        sink: &mut dyn FnMut(GpuOpRecord<'_>),
+        diags: &mut Diagnostics,
+        op: impl Fn(&rusqlite::Row<'_>, u64) -> rusqlite::Result<GpuOp<'d>>,
+    ) -> Result<(), IngestError> {
+        if !self.has(table) {
+            return Ok(());
         }
-        if self.has(MEMSET) {
-            let mut stmt = self
-                .conn
-                .prepare(&format!(
-                    "SELECT start, end, streamId, correlationId, globalPid, bytes, {} FROM {MEMSET}",
-                    node(MEMSET)
-                ))
-                .map_err(|e| sql_err(self.path, MEMSET, e))?;
-            let mut rows = stmt.query([]).map_err(|e| sql_err(self.path, MEMSET, e))?;
-            let err = |e| sql_err(self.path, MEMSET, e);
-            while let Some(r) = rows.next().map_err(err)? {
-                let Some(t) = op_times(r).map_err(err)? else {
-                    note_untimed(diags, MEMSET);
-                    continue;
-                };
-                if !self.keeps(t.process) {
-                    continue;
-                }
-                sink(t.record(
-                    GpuOp::Memset {
-                        bytes: r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64,
-                    },
-                    nodes.graph_of(r.get(6).map_err(err)?),
-                ));
+        let node = self.column_or_null(table, "graphNodeId");
+        let err = |e| sql_err(self.path, table, e);
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT start, end, streamId, correlationId, globalPid, bytes, {extra}, {node} FROM {table}"
+            ))
+            .map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let Some(t) = op_times(r).map_err(err)? else {
+                note_untimed(diags, table);
+                continue;
+            };
+            if !self.keeps(t.process) {
+                continue;
             }
+            let bytes = r.get::<_, Option<i64>>(5).map_err(err)?.unwrap_or(0) as u64;
+            let op = op(r, bytes).map_err(err)?;
+            sink(t.record(op, nodes.graph_of(r.get(7).map_err(err)?)));
         }
         Ok(())
     }

@@ -11,7 +11,8 @@
 //!   ended is accepted. Any other (its block was a false find, or none was found) is inflated
 //!   again by the reader, from where the one before ended;
 //! - an accepted piece's window is the last 32 KB before it, so its markers can be replaced:
-//!   the reader works out the window's bytes after it, and a worker translates the piece.
+//!   the reader works out the window's bytes after it, and the workers translate the piece,
+//!   several at once, each a part of it ([`shared::PART`] symbols).
 //!
 //! At the end the CRC-32 and length in the gzip trailer are checked. Anything this reader does
 //! not handle (a file of several gzip members, a corrupt or truncated stream, a block of
@@ -51,9 +52,11 @@ const MAX_WORKERS: usize = 8;
 /// is faster.
 const JUDGE_AFTER: usize = 4;
 
-/// Pieces accepted ahead of the one read, being translated. Two translate as fast as three
-/// (and 6 or 10: README, Performance, sessions 19 and 20), and hold one piece's symbols less.
-const ACCEPT_AHEAD: u64 = 2;
+/// Parts (of [`shared::PART`] symbols) queued for translation ahead of the one read: about two
+/// pieces' worth, as many as two pieces in translation held before. With one worker a piece,
+/// the reader spent 60% of its time waiting for translations while the workers idled 40% of
+/// theirs; in parts, the wait halved (README, Performance, session 24).
+const PARTS_AHEAD: u64 = 8;
 
 /// A reader of `file`'s inflated bytes: on several cores for a large file, else `flate2`'s.
 pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
@@ -184,8 +187,9 @@ pub(crate) struct ParallelGunzip {
     pos: u64,
     /// The last 32 KB of the pieces accepted, or all of them when fewer.
     window: Vec<u8>,
-    /// Pieces accepted (the last one the final block's) and pieces read.
-    accepted: u64,
+    /// Parts of the pieces accepted queued for translation, whether the last piece accepted
+    /// was the final block's, and parts read.
+    queued: u64,
     accepted_final: bool,
     read: u64,
     /// The piece being read, `bytes[at..end]`.
@@ -240,7 +244,7 @@ impl ParallelGunzip {
             partial: false,
             pos: first,
             window: Vec::with_capacity(WINDOW),
-            accepted: 0,
+            queued: 0,
             accepted_final: false,
             read: 0,
             bytes: Vec::new(),
@@ -310,8 +314,7 @@ impl ParallelGunzip {
         let table = self.byte_table(&piece)?;
         self.pos = piece.end;
         self.accepted_final = piece.stop == Stop::Final;
-        shared.translate(self.accepted, piece, table);
-        self.accepted += 1;
+        self.queued += shared.translate(self.queued, piece, table);
         Ok(true)
     }
 
@@ -345,13 +348,17 @@ impl ParallelGunzip {
         Ok(table)
     }
 
-    /// Makes the next translated piece the one read: accepts pieces ahead first.
+    /// Makes the next translated part the one read: accepts pieces ahead first.
     fn next_bytes(&mut self) -> Result<(), HandOver> {
-        while !self.accepted_final && self.accepted < self.read + ACCEPT_AHEAD {
-            let wait = self.accepted == self.read;
+        while !self.accepted_final && self.queued < self.read + PARTS_AHEAD {
+            let wait = self.queued == self.read;
             if !self.accept(wait)? {
                 break;
             }
+        }
+        if self.queued == self.read {
+            // The final piece was empty: nothing more to read.
+            return Ok(());
         }
         let Bytes { bytes, len, crc } = self.shared.translated(self.read).ok_or(HandOver)?;
         self.read += 1;
@@ -428,7 +435,7 @@ impl Read for ParallelGunzip {
             }
             let moved = if self.ended {
                 Err(HandOver)
-            } else if self.accepted_final && self.read == self.accepted {
+            } else if self.accepted_final && self.read == self.queued {
                 self.check_trailer()
             } else {
                 self.next_bytes()

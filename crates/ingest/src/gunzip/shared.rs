@@ -2,8 +2,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::bits::Bits;
 use super::decode::{Bad, Inflater, Stop, Symbols};
@@ -38,7 +39,23 @@ pub(super) struct Piece {
     pub(super) symbols: Symbols,
 }
 
-/// A piece's bytes, `bytes[..len]`, with their CRC-32.
+/// The most symbols one worker translates at a time: an accepted piece (about 640K symbols)
+/// is translated by several workers at once, in parts of this many.
+pub(super) const PART: usize = 128 << 10;
+
+/// An accepted piece with the table that translates it, shared by the workers translating
+/// its parts.
+#[derive(Debug)]
+pub(super) struct Accepted {
+    piece: Piece,
+    table: ByteTable,
+}
+
+/// A part of an accepted piece to translate: its number in the reader's order, the piece, and
+/// the range of the piece's symbols.
+type Part = (u64, Arc<Accepted>, Range<usize>);
+
+/// A part's bytes, `bytes[..len]`, with their CRC-32.
 #[derive(Debug)]
 pub(super) struct Bytes {
     pub(super) bytes: Vec<u8>,
@@ -72,8 +89,8 @@ pub(super) struct State {
     pub(super) reader: usize,
     /// Inflated chunks: `None` where no block was found, or the worker failed.
     inflated: BTreeMap<usize, Option<Piece>>,
-    /// Pieces the reader accepted, by sequence number, with their table, to translate.
-    to_translate: VecDeque<(u64, Piece, ByteTable)>,
+    /// Parts of the pieces the reader accepted, in its order, to translate.
+    to_translate: VecDeque<Part>,
     translated: BTreeMap<u64, Bytes>,
     pub(super) stop: bool,
     pub(super) spare_symbols: Vec<Symbols>,
@@ -153,13 +170,29 @@ impl Shared {
         }
     }
 
-    /// Queues an accepted piece for translation by `table`.
-    pub(super) fn translate(&self, seq: u64, piece: Piece, table: ByteTable) {
-        self.state().to_translate.push_back((seq, piece, table));
-        self.work.notify_one();
+    /// Queues an accepted piece for translation by `table`, in parts numbered from `first`;
+    /// returns how many.
+    pub(super) fn translate(&self, first: u64, piece: Piece, table: ByteTable) -> u64 {
+        let len = piece.symbols.inflated().len();
+        let mut st = self.state();
+        if len == 0 {
+            st.spare_symbols.push(piece.symbols);
+            st.spare_tables.push(table);
+            return 0;
+        }
+        let accepted = Arc::new(Accepted { piece, table });
+        let mut seq = first;
+        for at in (0..len).step_by(PART) {
+            let part = at..(at + PART).min(len);
+            st.to_translate
+                .push_back((seq, Arc::clone(&accepted), part));
+            seq += 1;
+        }
+        self.work.notify_all();
+        seq - first
     }
 
-    /// The bytes of accepted piece `seq`, waiting for them; `None` if the workers stopped.
+    /// The bytes of part `seq`, waiting for them; `None` if the workers stopped.
     pub(super) fn translated(&self, seq: u64) -> Option<Bytes> {
         let mut st = self.state();
         loop {
@@ -267,8 +300,8 @@ impl Shared {
             // A panic in a worker (a defect) loses its task: an inflated chunk is then
             // inflated again by the reader; a lost translation stops the parallel reader.
             let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match task {
-                Task::Translate((seq, piece, table), bytes) => {
-                    Done::Translated(seq, translate(piece, table, bytes))
+                Task::Translate((seq, accepted, part), bytes) => {
+                    Done::Translated(seq, translate(&accepted, part, bytes), accepted)
                 }
                 Task::Inflate(i, symbols) => {
                     let start = self.chunk_start(i);
@@ -293,10 +326,13 @@ impl Shared {
                         st.spare_symbols.push(p.symbols);
                     }
                 }
-                Ok(Done::Translated(seq, (bytes, symbols, table))) => {
+                Ok(Done::Translated(seq, bytes, accepted)) => {
                     st.translated.insert(seq, bytes);
-                    st.spare_symbols.push(symbols);
-                    st.spare_tables.push(table);
+                    // The last part translated gives the piece's buffers back.
+                    if let Some(Accepted { piece, table }) = Arc::into_inner(accepted) {
+                        st.spare_symbols.push(piece.symbols);
+                        st.spare_tables.push(table);
+                    }
                 }
                 Err(_) => st.stop = true,
             }
@@ -306,18 +342,19 @@ impl Shared {
 }
 
 enum Task {
-    Translate((u64, Piece, ByteTable), Vec<u8>),
+    Translate(Part, Vec<u8>),
     Inflate(usize, Symbols),
 }
 
 enum Done {
-    Translated(u64, (Bytes, Symbols, ByteTable)),
+    Translated(u64, Bytes, Arc<Accepted>),
     Inflated(usize, Option<Piece>),
 }
 
-/// The piece's bytes by `table`, with their CRC-32; the buffers back for reuse.
-fn translate(piece: Piece, table: ByteTable, mut bytes: Vec<u8>) -> (Bytes, Symbols, ByteTable) {
-    let symbols = piece.symbols.inflated();
+/// The part's bytes by its piece's table, with their CRC-32, in `bytes` (reused).
+fn translate(accepted: &Accepted, part: Range<usize>, mut bytes: Vec<u8>) -> Bytes {
+    let symbols = &accepted.piece.symbols.inflated()[part];
+    let table = &accepted.table;
     let len = symbols.len();
     // Grown, never shrunk: a reused buffer is written in place, its room zeroed once.
     if bytes.len() < len {
@@ -328,5 +365,5 @@ fn translate(piece: Piece, table: ByteTable, mut bytes: Vec<u8>) -> (Bytes, Symb
     }
     let mut crc = crc32fast::Hasher::new();
     crc.update(&bytes[..len]);
-    (Bytes { bytes, len, crc }, piece.symbols, table)
+    Bytes { bytes, len, crc }
 }

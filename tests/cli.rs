@@ -823,3 +823,71 @@ fn a_cmd_capture_with_a_model_config_has_mfu_and_nvml_memory() {
     assert!(text.contains("prefill peak used (NVML)"), "{text}");
     assert!(text.contains("(--prompt-tokens flag)"), "{text}");
 }
+
+/// `LLMPROF_SPANS` records where the reading's threads spent their time, and changes nothing
+/// in the run.
+#[test]
+fn spans_are_written_on_request_and_change_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let spans = out.path().join("spans.txt");
+    let trace = h200("kineto_trace.json.gz");
+    let ingest = |label: &str, spans: Option<&Path>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_llmprof"));
+        cmd.args(["ingest", "--label", label, "--out"])
+            .arg(out.path())
+            .arg("--kineto")
+            .arg(&trace);
+        if let Some(s) = spans {
+            cmd.env("LLMPROF_SPANS", s);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let dir = stdout(&o).lines().last().unwrap().to_string();
+        let bundle = std::fs::read_to_string(Path::new(&dir).join("bundle.json")).unwrap();
+        (stderr(&o), Bundle::from_json(&bundle).unwrap())
+    };
+    let (said, with) = ingest("spans", Some(&spans));
+    assert!(
+        said.contains(&format!("spans written to {}", spans.display())),
+        "{said}"
+    );
+    let (said, mut without) = ingest("spans", None);
+    assert!(!said.contains("spans written"), "{said}");
+    without.run_id = with.run_id.clone();
+    assert_eq!(
+        serde_json::to_value(&with).unwrap(),
+        serde_json::to_value(&without).unwrap()
+    );
+    let text = std::fs::read_to_string(&spans).unwrap();
+    let kinds: std::collections::HashSet<(&str, &str)> = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f.len(), 5, "{l}");
+            let (start, end): (u64, u64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+            assert!(start <= end, "{l}");
+            (f[0], f[1])
+        })
+        .collect();
+    for want in [
+        ("main", "ingest"),
+        ("main", "read-trace"),
+        ("main", "merge"),
+        ("parse-worker", "parse"),
+        ("gunzip", "fill"),
+    ] {
+        assert!(kinds.contains(&want), "no {want:?} span in:\n{text}");
+    }
+    let summed = std::process::Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("gpu-jobs/spans.py"))
+        .arg(&spans)
+        .arg("50")
+        .output()
+        .unwrap();
+    assert!(summed.status.success(), "{}", stderr(&summed));
+    assert!(
+        stdout(&summed).contains("reading the trace:"),
+        "{}",
+        stdout(&summed)
+    );
+}

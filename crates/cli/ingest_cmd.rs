@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use llmprof_bundle::Severity;
 use llmprof_capture::nsys_export::{self, ExportError};
-use llmprof_ingest::{IngestRequest, Step};
+use llmprof_ingest::{spans, IngestRequest, Step};
 
 use crate::args::IngestConfig;
 use llmprof_report::fmt::thousands;
@@ -35,6 +35,7 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
     if let Some(ranks) = process_ranks(&request)? {
         return crate::ranks_cmd::ingest(ranks, &cfg.rank_args, &cfg.out);
     }
+    let whole = spans::span(spans::Kind::Ingest, 0);
     let spinner = progress();
     let mut reading = String::new();
     let ingested = llmprof_ingest::ingest(&request, &mut |step| {
@@ -85,9 +86,23 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
         ));
     }
     let dir = llmprof_store::write_run(&cfg.out, ingested.bundle, ingested.timeline)?;
+    drop(whole);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{summary}");
     let _ = writeln!(err, "next: llmprof show {}", dir.display());
+    match spans::write() {
+        Some((path, Ok(()))) => {
+            let _ = writeln!(err, "spans written to {}", path.display());
+        }
+        Some((path, Err(e))) => {
+            let _ = writeln!(
+                err,
+                "warning: LLMPROF_SPANS: could not write {}: {e}",
+                path.display()
+            );
+        }
+        None => {}
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", dir.display())?;
     Ok(())

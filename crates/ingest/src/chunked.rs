@@ -32,6 +32,7 @@ use serde_json::value::RawValue;
 
 use crate::error::IngestError;
 use crate::input::{InputWindow, Segment};
+use crate::spans::{span, Kind};
 
 /// How the elements of the array are parsed, and what a piece of them becomes.
 pub(crate) trait ElementParser: Sync {
@@ -397,13 +398,18 @@ fn work<P: ElementParser>(
     cancel: &AtomicBool,
 ) {
     loop {
+        let waiting = span(Kind::WaitJob, 0);
         let job = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
             Ok(job) => job,
             Err(_) => return,
         };
+        drop(waiting);
+        let waiting = span(Kind::WaitGate, job.seq as u64);
         if !gate.wait_for(job.seq, cancel) {
             return;
         }
+        drop(waiting);
+        let _parsing = span(Kind::Parse, job.seq as u64);
         let bytes = job.seg.bytes();
         let piece = parse_piece(parser, bytes, job.start, job.stop, job.seg.is_last());
         drop(job.seg);
@@ -484,7 +490,10 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
                 Err(seam) => seam,
             };
             self.finish_front();
-            match self.read_seam(seam, sink)? {
+            let seaming = span(Kind::Seam, 0);
+            let seamed = self.read_seam(seam, sink)?;
+            drop(seaming);
+            match seamed {
                 Ok(end) => return Ok(end),
                 Err(v) => verified = v,
             }
@@ -517,7 +526,9 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
     /// Makes sure the segment after the one being read is planned, unless it is the last.
     fn look_ahead(&mut self) -> Result<(), ChunkError> {
         while self.plans.len() < 2 && !self.ended {
+            let waiting = span(Kind::WaitSegment, 0);
             let (seg, at) = self.win.next_segment().map_err(ChunkError::Input)?;
+            drop(waiting);
             let starts = candidate_starts(seg.bytes(), at, self.piece);
             self.plan(seg, at, starts);
         }
@@ -542,6 +553,7 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
     /// Piece number `seq` as a worker parsed it, if one did.
     fn parsed(&mut self, seq: usize) -> Option<Piece<P::Piece>> {
         self.jobs.as_ref()?;
+        let _waiting = span(Kind::WaitPiece, seq as u64);
         while !self.arrived.contains_key(&seq) {
             let (i, piece) = self.done.recv().ok()?;
             if i >= seq {
@@ -579,7 +591,9 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
                 // A wrong guess (or a lost worker): parse from the verified position here.
                 _ => parse_piece(self.parser, bytes, verified, stop, seg.is_last()),
             };
+            let merging = span(Kind::Merge, (first + i) as u64);
             sink(piece.digest);
+            drop(merging);
             self.gate.open_to(first + i + 1);
             match piece.end {
                 PieceEnd::Stop(p) if stop != usize::MAX => verified = p,

@@ -13,6 +13,8 @@ use std::io::{self, Read};
 use std::ops::Deref;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
+use crate::spans::Kind;
+
 /// Buffers the thread allocates: the one being filled and two the reader holds.
 pub(crate) const BUFFERS: usize = 3;
 
@@ -130,6 +132,7 @@ fn inflate(
             made += 1;
             Vec::new()
         } else {
+            let _waiting = crate::spans::span(Kind::WaitBuffer, 0);
             match recycle.recv() {
                 Ok(buf) => buf,
                 Err(_) => return,
@@ -137,13 +140,19 @@ fn inflate(
         };
         // Zeroed once per buffer.
         buf.resize(window, 0);
-        let result = fill(&mut dec, &mut buf).map(|len| Filled {
+        let filling = crate::spans::span(Kind::Fill, 0);
+        let result = fill(&mut dec, &mut buf);
+        drop(filling);
+        let result = result.map(|len| Filled {
             last: len < window,
             buf,
             len,
         });
         let stop = !matches!(&result, Ok(f) if !f.last);
-        if filled.send(result).is_err() || stop {
+        let handing = crate::spans::span(Kind::Hand, 0);
+        let gone = filled.send(result).is_err();
+        drop(handing);
+        if gone || stop {
             return;
         }
     }

@@ -26,6 +26,7 @@ mod ops;
 pub mod paths;
 pub mod records;
 mod sort;
+pub mod spans;
 pub mod workers;
 mod workload;
 

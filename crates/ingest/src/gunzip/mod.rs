@@ -284,6 +284,7 @@ impl ParallelGunzip {
         let inflated = if self.partial {
             None
         } else {
+            let _waiting = crate::spans::span(crate::spans::Kind::WaitChunk, i as u64);
             match shared.inflated(i, wait) {
                 Ok(p) => p,
                 Err(()) => return Ok(false),
@@ -360,7 +361,9 @@ impl ParallelGunzip {
             // The final piece was empty: nothing more to read.
             return Ok(());
         }
+        let waiting = crate::spans::span(crate::spans::Kind::WaitPart, self.read);
         let Bytes { bytes, len, crc } = self.shared.translated(self.read).ok_or(HandOver)?;
+        drop(waiting);
         self.read += 1;
         self.crc.combine(&crc);
         self.len += len as u64;

@@ -8,6 +8,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::bits::Bits;
 use super::decode::{Bad, Inflater, Stop, Symbols};
+use crate::spans::{span, Kind};
 
 /// The most compressed bytes a worker takes at a time (`chunk_for` takes less of a stream that
 /// compresses more than 10×): output of about ten times that, held twice over as 16-bit
@@ -279,6 +280,7 @@ impl Shared {
         let mut inf = Inflater::new();
         let mut data = Vec::new();
         loop {
+            let idle = span(Kind::Idle, 0);
             let task = {
                 let mut st = self.state();
                 loop {
@@ -296,6 +298,11 @@ impl Shared {
                     }
                     st = self.work.wait(st).unwrap_or_else(|e| e.into_inner());
                 }
+            };
+            drop(idle);
+            let _busy = match &task {
+                Task::Translate((seq, _, _), _) => span(Kind::Translate, *seq),
+                Task::Inflate(i, _) => span(Kind::Inflate, *i as u64),
             };
             // A panic in a worker (a defect) loses its task: an inflated chunk is then
             // inflated again by the reader; a lost translation stops the parallel reader.

@@ -117,6 +117,7 @@ fn read_chunked(
     chunking: Chunking,
     progress: &mut dyn FnMut(u64),
 ) -> Result<KinetoInput, IngestError> {
+    let reading = crate::spans::span(crate::spans::Kind::ReadTrace, 0);
     let chunking = for_input(path, chunking);
     let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
     let parser = EventParser {
@@ -133,6 +134,7 @@ fn read_chunked(
         progress,
     )
     .map_err(|e| chunk_error(path, e))?;
+    drop(reading);
     drop(win);
     let header = Header::from_raw(&doc).map_err(|e| {
         IngestError::invalid(

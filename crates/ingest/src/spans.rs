@@ -1,0 +1,227 @@
+//! Where the reading's threads spend their time, for profiling llmprof itself: with
+//! `LLMPROF_SPANS=FILE` in the environment, each thread records spans (waiting for a segment,
+//! merging a piece, translating a part, ...) and [`write`] saves them to `FILE`, one per line:
+//! `thread-name kind start-ns end-ns arg`, times from the first span. `gpu-jobs/spans.py` sums
+//! them by thread and kind, and over time. Unset, a span costs one load of a flag.
+//!
+//! Spans are recorded per piece, part, chunk or window, never per event, so a 1 GB trace makes
+//! about 30,000 of them; past [`MAX_SPANS`] the rest are counted and dropped.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// What a span measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The whole ingest (the command's own span).
+    Ingest,
+    /// A kineto trace read, from opening it to its array's end and the keys after.
+    ReadTrace,
+    /// The calling thread waits for the next segment of the input.
+    WaitSegment,
+    /// The calling thread waits for a worker's parsed piece.
+    WaitPiece,
+    /// The calling thread merges a piece into the trace's records (the sink).
+    Merge,
+    /// The calling thread reads the elements cut by a segment's end (including its wait).
+    Seam,
+    /// A parse worker waits for a piece to parse.
+    WaitJob,
+    /// A parse worker waits for the merge to come within reach of its piece.
+    WaitGate,
+    /// A parse worker parses a piece.
+    Parse,
+    /// The inflating thread waits for a buffer to come back from the parse.
+    WaitBuffer,
+    /// The inflating thread fills a buffer (including its waits below).
+    Fill,
+    /// The inflating thread waits for the parse to take the buffer it filled.
+    Hand,
+    /// The inflating thread waits for a worker's inflated chunk.
+    WaitChunk,
+    /// The inflating thread waits for a translated part.
+    WaitPart,
+    /// A `gunzip` worker waits for work.
+    Idle,
+    /// A `gunzip` worker inflates a chunk.
+    Inflate,
+    /// A `gunzip` worker translates a part.
+    Translate,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Ingest => "ingest",
+            Kind::ReadTrace => "read-trace",
+            Kind::WaitSegment => "wait-segment",
+            Kind::WaitPiece => "wait-piece",
+            Kind::Merge => "merge",
+            Kind::Seam => "seam",
+            Kind::WaitJob => "wait-job",
+            Kind::WaitGate => "wait-gate",
+            Kind::Parse => "parse",
+            Kind::WaitBuffer => "wait-buffer",
+            Kind::Fill => "fill",
+            Kind::Hand => "hand",
+            Kind::WaitChunk => "wait-chunk",
+            Kind::WaitPart => "wait-part",
+            Kind::Idle => "idle",
+            Kind::Inflate => "inflate",
+            Kind::Translate => "translate",
+        }
+    }
+}
+
+/// The most spans kept.
+const MAX_SPANS: usize = 4 << 20;
+
+struct Record {
+    thread: u32,
+    kind: Kind,
+    start: u64,
+    end: u64,
+    arg: u64,
+}
+
+struct Recorder {
+    path: PathBuf,
+    start: Instant,
+    spans: Mutex<Vec<Record>>,
+    threads: Mutex<Vec<String>>,
+    dropped: AtomicU64,
+}
+
+fn recorder() -> Option<&'static Recorder> {
+    static RECORDER: OnceLock<Option<Recorder>> = OnceLock::new();
+    RECORDER
+        .get_or_init(|| {
+            let path = std::env::var_os("LLMPROF_SPANS")?;
+            Some(Recorder {
+                path: path.into(),
+                start: Instant::now(),
+                spans: Mutex::new(Vec::new()),
+                threads: Mutex::new(Vec::new()),
+                dropped: AtomicU64::new(0),
+            })
+        })
+        .as_ref()
+}
+
+/// This thread's number in the recorder's list of thread names.
+fn thread_number(rec: &Recorder) -> u32 {
+    thread_local!(static NUMBER: OnceLock<u32> = const { OnceLock::new() });
+    NUMBER.with(|n| {
+        *n.get_or_init(|| {
+            let mut threads = rec.threads.lock().unwrap_or_else(|e| e.into_inner());
+            let name = std::thread::current()
+                .name()
+                .unwrap_or("main")
+                .replace(' ', "-");
+            threads.push(name);
+            u32::try_from(threads.len() - 1).unwrap_or(u32::MAX)
+        })
+    })
+}
+
+/// A span being measured; recorded when dropped.
+#[derive(Debug)]
+pub struct Span {
+    kind: Kind,
+    start: u64,
+    arg: u64,
+}
+
+/// Starts a span of `kind` (`arg`: a piece's, part's or chunk's number, or 0), when spans are
+/// being recorded.
+#[must_use]
+pub fn span(kind: Kind, arg: u64) -> Option<Span> {
+    let rec = recorder()?;
+    Some(Span {
+        kind,
+        start: nanos(rec),
+        arg,
+    })
+}
+
+fn nanos(rec: &Recorder) -> u64 {
+    u64::try_from(rec.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        let Some(rec) = recorder() else { return };
+        let record = Record {
+            thread: thread_number(rec),
+            kind: self.kind,
+            start: self.start,
+            end: nanos(rec),
+            arg: self.arg,
+        };
+        let mut spans = rec.spans.lock().unwrap_or_else(|e| e.into_inner());
+        if spans.len() < MAX_SPANS {
+            spans.push(record);
+        } else {
+            rec.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Writes the spans recorded so far to `LLMPROF_SPANS`'s file: the file and how writing it
+/// went, or `None` when spans are not being recorded.
+pub fn write() -> Option<(PathBuf, std::io::Result<()>)> {
+    let rec = recorder()?;
+    let threads = rec.threads.lock().unwrap_or_else(|e| e.into_inner());
+    let spans = rec.spans.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = String::with_capacity(spans.len() * 48);
+    for s in spans.iter() {
+        let thread = threads.get(s.thread as usize).map_or("?", String::as_str);
+        let _ = writeln!(
+            out,
+            "{thread} {} {} {} {}",
+            s.kind.name(),
+            s.start,
+            s.end,
+            s.arg
+        );
+    }
+    let dropped = rec.dropped.load(Ordering::Relaxed);
+    if dropped > 0 {
+        let _ = writeln!(out, "# {dropped} spans dropped past {MAX_SPANS}");
+    }
+    Some((rec.path.clone(), std::fs::write(&rec.path, out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_have_one_word_names() {
+        let kinds = [
+            Kind::Ingest,
+            Kind::ReadTrace,
+            Kind::WaitSegment,
+            Kind::WaitPiece,
+            Kind::Merge,
+            Kind::Seam,
+            Kind::WaitJob,
+            Kind::WaitGate,
+            Kind::Parse,
+            Kind::WaitBuffer,
+            Kind::Fill,
+            Kind::Hand,
+            Kind::WaitChunk,
+            Kind::WaitPart,
+            Kind::Idle,
+            Kind::Inflate,
+            Kind::Translate,
+        ];
+        let names: std::collections::HashSet<&str> = kinds.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), kinds.len());
+        assert!(names.iter().all(|n| !n.contains(' ')));
+    }
+}

@@ -192,7 +192,7 @@ pub(crate) struct ParallelGunzip {
     queued: u64,
     accepted_final: bool,
     read: u64,
-    /// The piece being read, `bytes[at..end]`.
+    /// The part being read, `bytes[at..end]`.
     bytes: Vec<u8>,
     at: usize,
     end: usize,
@@ -284,7 +284,9 @@ impl ParallelGunzip {
         let inflated = if self.partial {
             None
         } else {
-            let _waiting = crate::spans::span(crate::spans::Kind::WaitChunk, i as u64);
+            let _waiting = wait
+                .then(|| crate::spans::span(crate::spans::Kind::WaitChunk, i as u64))
+                .flatten();
             match shared.inflated(i, wait) {
                 Ok(p) => p,
                 Err(()) => return Ok(false),

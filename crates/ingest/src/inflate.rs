@@ -13,7 +13,7 @@ use std::io::{self, Read};
 use std::ops::Deref;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
-use crate::spans::Kind;
+use crate::spans::{span, Kind};
 
 /// Buffers the thread allocates: the one being filled and two the reader holds.
 pub(crate) const BUFFERS: usize = 3;
@@ -132,7 +132,7 @@ fn inflate(
             made += 1;
             Vec::new()
         } else {
-            let _waiting = crate::spans::span(Kind::WaitBuffer, 0);
+            let _waiting = span(Kind::WaitBuffer, 0);
             match recycle.recv() {
                 Ok(buf) => buf,
                 Err(_) => return,
@@ -140,7 +140,7 @@ fn inflate(
         };
         // Zeroed once per buffer.
         buf.resize(window, 0);
-        let filling = crate::spans::span(Kind::Fill, 0);
+        let filling = span(Kind::Fill, 0);
         let result = fill(&mut dec, &mut buf);
         drop(filling);
         let result = result.map(|len| Filled {
@@ -149,7 +149,7 @@ fn inflate(
             len,
         });
         let stop = !matches!(&result, Ok(f) if !f.last);
-        let handing = crate::spans::span(Kind::Hand, 0);
+        let handing = span(Kind::Hand, 0);
         let gone = filled.send(result).is_err();
         drop(handing);
         if gone || stop {

@@ -32,6 +32,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::spans::{span, Kind};
 use decode::{Inflater, Stop, WINDOW};
 use shared::{ByteTable, Bytes, Piece, Shared, CHUNK};
 
@@ -284,9 +285,7 @@ impl ParallelGunzip {
         let inflated = if self.partial {
             None
         } else {
-            let _waiting = wait
-                .then(|| crate::spans::span(crate::spans::Kind::WaitChunk, i as u64))
-                .flatten();
+            let _waiting = wait.then(|| span(Kind::WaitChunk, i as u64)).flatten();
             match shared.inflated(i, wait) {
                 Ok(p) => p,
                 Err(()) => return Ok(false),
@@ -363,7 +362,7 @@ impl ParallelGunzip {
             // The final piece was empty: nothing more to read.
             return Ok(());
         }
-        let waiting = crate::spans::span(crate::spans::Kind::WaitPart, self.read);
+        let waiting = span(Kind::WaitPart, self.read);
         let Bytes { bytes, len, crc } = self.shared.translated(self.read).ok_or(HandOver)?;
         drop(waiting);
         self.read += 1;

@@ -6,7 +6,8 @@
 Prints the trace's reading time, then seconds per thread name and span kind (`x16`: how many
 threads of that name recorded spans). With STEP_MS, also how many threads of each name were in
 each kind of span in every STEP_MS milliseconds of the reading: 0.60 for one thread busy 60% of
-the step, 7.5 for workers averaging 7.5 at a time.
+the step, 7.5 for workers averaging 7.5 at a time. Last, from the `sched` lines, each thread
+name's time on a core and time ready but waiting for one (Linux's schedstat), summed.
 """
 import collections
 import sys
@@ -14,12 +15,17 @@ import sys
 
 def main():
     rows = []
+    sched = collections.defaultdict(lambda: [0, 0, 0, 0])
     for line in open(sys.argv[1]):
         if line.startswith("#"):
             print(line.strip())
             continue
-        thread, kind, start, end, _arg = line.split()
-        rows.append((thread, kind, int(start), int(end)))
+        thread, kind, a, b, c = line.split()
+        if kind == "sched":
+            for i, v in enumerate((int(a), int(b), int(c), 1)):
+                sched[thread][i] += v
+            continue
+        rows.append((thread, kind, int(a), int(b)))
     if not rows:
         sys.exit(f"{sys.argv[1]}: no spans")
     read = [r for r in rows if r[1] == "read-trace"]
@@ -39,6 +45,10 @@ def main():
         print(f"{thread:14} {kind:13} {ns / 1e9:8.3f}  (x{n})")
     if len(sys.argv) > 2:
         timeline(rows, float(sys.argv[2]) * 1e6, read[0] if read else None)
+    if sched:
+        print(f"\n{'thread':14} {'on a core':>10} {'run queue':>10} {'slices':>8}")
+        for thread, (cpu, wait, slices, n) in sorted(sched.items()):
+            print(f"{thread:14} {cpu / 1e9:10.3f} {wait / 1e9:10.3f} {slices:8}  (x{n})")
 
 
 def most_at_once(spans):

@@ -6,6 +6,11 @@
 //!
 //! Spans are recorded per piece, part, chunk or window, never per event, so a 1 GB trace makes
 //! about 30,000 of them; past [`MAX_SPANS`] the rest are counted and dropped.
+//!
+//! Each thread that recorded a span also leaves, when it ends (the calling thread: at
+//! [`write`]), a line `thread-name sched on-cpu-ns run-queue-ns timeslices` from Linux's
+//! `/proc/thread-self/schedstat`: how long it ran, and how long it was ready to run but waited
+//! for a core. A waiting thread that sleeps is in neither.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -92,6 +97,8 @@ struct Recorder {
     start: Instant,
     spans: Mutex<Vec<Record>>,
     threads: Mutex<Vec<String>>,
+    /// Per thread: its number and its `schedstat` (on-CPU ns, run-queue ns, timeslices).
+    sched: Mutex<Vec<(u32, [u64; 3])>>,
     dropped: AtomicU64,
 }
 
@@ -105,6 +112,7 @@ fn recorder() -> Option<&'static Recorder> {
                 start: Instant::now(),
                 spans: Mutex::new(Vec::new()),
                 threads: Mutex::new(Vec::new()),
+                sched: Mutex::new(Vec::new()),
                 dropped: AtomicU64::new(0),
             })
         })
@@ -113,9 +121,9 @@ fn recorder() -> Option<&'static Recorder> {
 
 /// This thread's number in the recorder's list of thread names.
 fn thread_number(rec: &Recorder) -> u32 {
-    thread_local!(static NUMBER: OnceLock<u32> = const { OnceLock::new() });
+    thread_local!(static NUMBER: ThreadNumber = const { ThreadNumber(OnceLock::new()) });
     NUMBER.with(|n| {
-        *n.get_or_init(|| {
+        *n.0.get_or_init(|| {
             let mut threads = rec.threads.lock().unwrap_or_else(|e| e.into_inner());
             let name = std::thread::current()
                 .name()
@@ -125,6 +133,31 @@ fn thread_number(rec: &Recorder) -> u32 {
             u32::try_from(threads.len() - 1).unwrap_or(u32::MAX)
         })
     })
+}
+
+/// A thread's number, which records the thread's `schedstat` when the thread ends.
+struct ThreadNumber(OnceLock<u32>);
+
+impl Drop for ThreadNumber {
+    fn drop(&mut self) {
+        if let (Some(rec), Some(&n)) = (recorder(), self.0.get()) {
+            record_sched(rec, n);
+        }
+    }
+}
+
+/// Records the calling thread's `schedstat`, where Linux gives it.
+fn record_sched(rec: &Recorder, thread: u32) {
+    let Ok(text) = std::fs::read_to_string("/proc/thread-self/schedstat") else {
+        return;
+    };
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    if let (Some(Some(cpu)), Some(Some(wait)), Some(Some(slices))) =
+        (fields.next(), fields.next(), fields.next())
+    {
+        let mut sched = rec.sched.lock().unwrap_or_else(|e| e.into_inner());
+        sched.push((thread, [cpu, wait, slices]));
+    }
 }
 
 /// A span being measured; recorded when dropped.
@@ -174,6 +207,7 @@ impl Drop for Span {
 /// went, or `None` when spans are not being recorded.
 pub fn write() -> Option<(PathBuf, std::io::Result<()>)> {
     let rec = recorder()?;
+    record_sched(rec, thread_number(rec));
     let threads = rec.threads.lock().unwrap_or_else(|e| e.into_inner());
     let spans = rec.spans.lock().unwrap_or_else(|e| e.into_inner());
     let mut out = String::with_capacity(spans.len() * 48);
@@ -187,6 +221,11 @@ pub fn write() -> Option<(PathBuf, std::io::Result<()>)> {
             s.end,
             s.arg
         );
+    }
+    let sched = rec.sched.lock().unwrap_or_else(|e| e.into_inner());
+    for (thread, [cpu, wait, slices]) in sched.iter() {
+        let thread = threads.get(*thread as usize).map_or("?", String::as_str);
+        let _ = writeln!(out, "{thread} sched {cpu} {wait} {slices}");
     }
     let dropped = rec.dropped.load(Ordering::Relaxed);
     if dropped > 0 {

@@ -33,6 +33,8 @@ pub enum Kind {
     Merge,
     /// The calling thread reads the elements cut by a segment's end (including its wait).
     Seam,
+    /// The converter's thread applies a piece's launches and GPU ops.
+    Convert,
     /// A parse worker waits for a piece to parse.
     WaitJob,
     /// A parse worker waits for the merge to come within reach of its piece.
@@ -66,6 +68,7 @@ impl Kind {
             Kind::WaitPiece => "wait-piece",
             Kind::Merge => "merge",
             Kind::Seam => "seam",
+            Kind::Convert => "convert",
             Kind::WaitJob => "wait-job",
             Kind::WaitGate => "wait-gate",
             Kind::Parse => "parse",
@@ -247,6 +250,7 @@ mod tests {
             Kind::WaitPiece,
             Kind::Merge,
             Kind::Seam,
+            Kind::Convert,
             Kind::WaitJob,
             Kind::WaitGate,
             Kind::Parse,

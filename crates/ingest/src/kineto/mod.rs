@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
+use std::sync::{mpsc, Mutex};
 
 use llmprof_bundle::{Device, Launch, Severity, Source, StageKind, ToolInfo};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -123,17 +124,30 @@ fn read_chunked(
     let parser = EventParser {
         convert: conv.is_some(),
     };
-    let mut sink = Sink::new(conv, diags);
-    let doc = chunked::read(
-        &mut win,
-        chunking,
-        "traceEvents",
-        HEADER_KEYS,
-        &parser,
-        |batch| sink.take(batch),
-        progress,
-    )
-    .map_err(|e| chunk_error(path, e))?;
+    // The converter, lent to its thread while the trace is read.
+    let slot = Mutex::new(conv);
+    let (doc, mut sink) = std::thread::scope(|s| {
+        let mut sink = Sink::new(to_converter(s, &slot, chunking.workers), diags);
+        let doc = chunked::read(
+            &mut win,
+            chunking,
+            "traceEvents",
+            HEADER_KEYS,
+            &parser,
+            |batch| sink.take(batch),
+            progress,
+        );
+        // The thread ends once it has applied what was sent.
+        if let ToConverter::Thread(_) = sink.conv {
+            sink.conv = ToConverter::None;
+        }
+        (doc, sink)
+    });
+    let conv = match std::mem::replace(&mut sink.conv, ToConverter::None) {
+        ToConverter::Here(conv) => Some(conv),
+        _ => slot.into_inner().unwrap_or_else(|e| e.into_inner()),
+    };
+    let doc = doc.map_err(|e| chunk_error(path, e))?;
     drop(reading);
     drop(win);
     let header = Header::from_raw(&doc).map_err(|e| {
@@ -155,7 +169,6 @@ fn read_chunked(
         ));
     }
     let Sink {
-        conv,
         diags,
         strings,
         calls,
@@ -211,7 +224,7 @@ fn read_chunked(
 }
 
 /// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte
-/// pieces on three workers — and returns both readings as text (converter output, facts,
+/// pieces on four workers, with the converter on a thread of its own — and returns both readings as text (converter output, facts,
 /// workload, operators, diagnostics, or the error). They must be equal: the fuzz target and
 /// the tests hold the parallel reader to the sequential one with this.
 #[doc(hidden)]
@@ -224,7 +237,7 @@ pub fn read_whole_and_in_pieces(path: &Path) -> (String, String) {
     let tiny = Chunking {
         window: 4 << 10,
         piece: 512,
-        workers: 3,
+        workers: 4,
     };
     let read_with = |c: Chunking| {
         let mut conv = TraceConverter::new();
@@ -1442,7 +1455,7 @@ struct RuntimeCall<'a> {
 /// Keeps what llmprof needs of the whole trace: the pieces' records, renumbered, in file
 /// order; launches and GPU ops go on to the converter.
 struct Sink<'c, 'd> {
-    conv: Option<&'c mut TraceConverter>,
+    conv: ToConverter<'c>,
     diags: &'d mut Diagnostics,
     strings: Interner,
     threads: HashMap<(IdKey, IdKey), u32>,
@@ -1459,7 +1472,7 @@ struct Sink<'c, 'd> {
 }
 
 impl<'c, 'd> Sink<'c, 'd> {
-    fn new(conv: Option<&'c mut TraceConverter>, diags: &'d mut Diagnostics) -> Self {
+    fn new(conv: ToConverter<'c>, diags: &'d mut Diagnostics) -> Self {
         Sink {
             conv,
             diags,
@@ -1512,16 +1525,18 @@ impl<'c, 'd> Sink<'c, 'd> {
             self.first_ts = Some(self.first_ts.map_or(first, |f| f.min(first)));
         }
         self.counts.merge(b.counts);
-        if let Some(conv) = self.conv.as_deref_mut() {
-            for l in b.launches {
-                let record = LaunchRecord {
-                    thread: u64::from(thread(l.thread)),
-                    ..l.record
-                };
-                conv.handle_launch(record, Some(b.other_names.get(l.api)));
-            }
-            for g in b.gpu_events {
-                conv.handle_gpu_op(g.record(&b.other_names));
+        if !matches!(self.conv, ToConverter::None) {
+            let batch = ConvBatch {
+                launches: b.launches,
+                gpu_events: b.gpu_events,
+                other_names: b.other_names,
+                threads: threads.clone(),
+            };
+            match &mut self.conv {
+                ToConverter::Here(conv) => batch.apply(conv),
+                // A converter thread that is gone panicked: the scope's end reports it.
+                ToConverter::Thread(tx) => drop(tx.send(batch)),
+                ToConverter::None => {}
             }
         }
         if b.ops.len() > 0 {
@@ -1533,6 +1548,76 @@ impl<'c, 'd> Sink<'c, 'd> {
                 names,
             });
         }
+    }
+}
+
+/// Where a piece's records for the converter go: nowhere (the trace is not the timing
+/// source), to the converter here, or to its thread.
+enum ToConverter<'c> {
+    None,
+    Here(&'c mut TraceConverter),
+    Thread(mpsc::SyncSender<ConvBatch>),
+}
+
+/// Pieces sent ahead to the converter's thread: each holds a piece's launches and GPU ops.
+const CONVERTER_AHEAD: usize = 16;
+
+/// The converter's records of a piece, applied in file order.
+struct ConvBatch {
+    launches: Vec<LaunchEvent>,
+    gpu_events: Vec<GpuEvent>,
+    other_names: Interner,
+    /// The trace's numbers of the piece's threads.
+    threads: Vec<u32>,
+}
+
+impl ConvBatch {
+    fn apply(self, conv: &mut TraceConverter) {
+        for l in self.launches {
+            let record = LaunchRecord {
+                thread: u64::from(self.threads[l.thread as usize]),
+                ..l.record
+            };
+            conv.handle_launch(record, Some(self.other_names.get(l.api)));
+        }
+        for g in self.gpu_events {
+            conv.handle_gpu_op(g.record(&self.other_names));
+        }
+    }
+}
+
+/// The converter in `slot` on a thread of its own, which takes it from the slot and puts it
+/// back when the last sender is dropped: the calling thread merges the next pieces while it
+/// applies a piece's launches and GPU ops (about two thirds of the merge). With fewer than
+/// four workers, or no thread, the converter is applied here.
+fn to_converter<'s, 'c: 's>(
+    s: &'s std::thread::Scope<'s, '_>,
+    slot: &'s Mutex<Option<&'c mut TraceConverter>>,
+    workers: usize,
+) -> ToConverter<'c> {
+    let take = || slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if workers < 4 {
+        return take().map_or(ToConverter::None, ToConverter::Here);
+    }
+    if slot.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+        return ToConverter::None;
+    }
+    let (tx, rx) = mpsc::sync_channel::<ConvBatch>(CONVERTER_AHEAD);
+    let spawned = std::thread::Builder::new()
+        .name("convert".into())
+        .spawn_scoped(s, move || {
+            let mut conv = take();
+            for batch in rx {
+                let _converting = crate::spans::span(crate::spans::Kind::Convert, 0);
+                if let Some(conv) = conv.as_deref_mut() {
+                    batch.apply(conv);
+                }
+            }
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = conv;
+        });
+    match spawned {
+        Ok(_) => ToConverter::Thread(tx),
+        Err(_) => take().map_or(ToConverter::None, ToConverter::Here),
     }
 }
 

@@ -121,53 +121,11 @@ fn read_chunked(
     let reading = crate::spans::span(crate::spans::Kind::ReadTrace, 0);
     let chunking = for_input(path, chunking);
     let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
-    let parser = EventParser {
-        convert: conv.is_some(),
-    };
-    // The converter, lent to its thread while the trace is read.
-    let slot = Mutex::new(conv);
-    let (doc, mut sink) = std::thread::scope(|s| {
-        let mut sink = Sink::new(to_converter(s, &slot, chunking.workers), diags);
-        let doc = chunked::read(
-            &mut win,
-            chunking,
-            "traceEvents",
-            HEADER_KEYS,
-            &parser,
-            |batch| sink.take(batch),
-            progress,
-        );
-        // The thread ends once it has applied what was sent.
-        if let ToConverter::Thread(_) = sink.conv {
-            sink.conv = ToConverter::None;
-        }
-        (doc, sink)
-    });
-    let conv = match std::mem::replace(&mut sink.conv, ToConverter::None) {
-        ToConverter::Here(conv) => Some(conv),
-        _ => slot.into_inner().unwrap_or_else(|e| e.into_inner()),
-    };
+    let (doc, sink, conv) = read_events(&mut win, chunking, conv, diags, progress);
     let doc = doc.map_err(|e| chunk_error(path, e))?;
     drop(reading);
     drop(win);
-    let header = Header::from_raw(&doc).map_err(|e| {
-        IngestError::invalid(
-            KINETO,
-            path,
-            format!(
-                "JSON is not a PyTorch profiler chrome trace ({})",
-                message(&e)
-            ),
-        )
-    })?;
-    if !header.saw_events {
-        return Err(IngestError::invalid(
-            KINETO,
-            path,
-            "no `traceEvents` array: not a PyTorch profiler chrome trace \
-             (write one with `prof.export_chrome_trace(path)`)",
-        ));
-    }
+    let header = header_of(path, &doc)?;
     let Sink {
         diags,
         strings,
@@ -221,6 +179,72 @@ fn read_chunked(
         },
         inferred,
     })
+}
+
+/// The events of the trace in `win` through a [`Sink`], the converter on its own thread when
+/// there are workers to spare: the document's top level, the sink, and the converter back.
+fn read_events<'c, 'd>(
+    win: &mut input::InputWindow,
+    chunking: Chunking,
+    conv: Option<&'c mut TraceConverter>,
+    diags: &'d mut Diagnostics,
+    progress: &mut dyn FnMut(u64),
+) -> (
+    Result<chunked::Document, ChunkError>,
+    Sink<'c, 'd>,
+    Option<&'c mut TraceConverter>,
+) {
+    let parser = EventParser {
+        convert: conv.is_some(),
+    };
+    // The converter, lent to its thread while the trace is read.
+    let slot = Mutex::new(conv);
+    let (doc, mut sink) = std::thread::scope(|s| {
+        let mut sink = Sink::new(to_converter(s, &slot, chunking.workers), diags);
+        let doc = chunked::read(
+            win,
+            chunking,
+            "traceEvents",
+            HEADER_KEYS,
+            &parser,
+            |batch| sink.take(batch),
+            progress,
+        );
+        // The thread ends once it has applied what was sent.
+        if let ToConverter::Thread(_) = sink.conv {
+            sink.conv = ToConverter::None;
+        }
+        (doc, sink)
+    });
+    let conv = match std::mem::replace(&mut sink.conv, ToConverter::None) {
+        ToConverter::Here(conv) => Some(conv),
+        _ => slot.into_inner().unwrap_or_else(|e| e.into_inner()),
+    };
+    (doc, sink, conv)
+}
+
+/// The trace's header, from the document's top level; an error for a document that is not a
+/// chrome trace.
+fn header_of(path: &Path, doc: &chunked::Document) -> Result<Header, IngestError> {
+    let header = Header::from_raw(doc).map_err(|e| {
+        IngestError::invalid(
+            KINETO,
+            path,
+            format!(
+                "JSON is not a PyTorch profiler chrome trace ({})",
+                message(&e)
+            ),
+        )
+    })?;
+    if !header.saw_events {
+        return Err(IngestError::invalid(
+            KINETO,
+            path,
+            "no `traceEvents` array: not a PyTorch profiler chrome trace \
+             (write one with `prof.export_chrome_trace(path)`)",
+        ));
+    }
+    Ok(header)
 }
 
 /// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte

@@ -199,7 +199,7 @@ fn read_events<'c, 'd>(
     };
     // The converter, lent to its thread while the trace is read.
     let slot = Mutex::new(conv);
-    let (doc, mut sink) = std::thread::scope(|s| {
+    let (doc, sink, here) = std::thread::scope(|s| {
         let mut sink = Sink::new(to_converter(s, &slot, chunking.workers), diags);
         let doc = chunked::read(
             win,
@@ -210,16 +210,15 @@ fn read_events<'c, 'd>(
             |batch| sink.take(batch),
             progress,
         );
-        // The thread ends once it has applied what was sent.
-        if let ToConverter::Thread(_) = sink.conv {
-            sink.conv = ToConverter::None;
-        }
-        (doc, sink)
+        // Dropping the sender ends the thread once it has applied what was sent; it puts the
+        // converter back in the slot.
+        let here = match std::mem::replace(&mut sink.conv, ToConverter::None) {
+            ToConverter::Here(conv) => Some(conv),
+            _ => None,
+        };
+        (doc, sink, here)
     });
-    let conv = match std::mem::replace(&mut sink.conv, ToConverter::None) {
-        ToConverter::Here(conv) => Some(conv),
-        _ => slot.into_inner().unwrap_or_else(|e| e.into_inner()),
-    };
+    let conv = here.or_else(|| slot.into_inner().unwrap_or_else(|e| e.into_inner()));
     (doc, sink, conv)
 }
 
@@ -248,8 +247,8 @@ fn header_of(path: &Path, doc: &chunked::Document) -> Result<Header, IngestError
 }
 
 /// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte
-/// pieces on four workers, with the converter on a thread of its own — and returns both readings as text (converter output, facts,
-/// workload, operators, diagnostics, or the error). They must be equal: the fuzz target and
+/// pieces on four workers, with the converter on a thread of its own — and returns both
+/// readings as text (converter output, facts, workload, operators, diagnostics, or the error). They must be equal: the fuzz target and
 /// the tests hold the parallel reader to the sequential one with this.
 #[doc(hidden)]
 pub fn read_whole_and_in_pieces(path: &Path) -> (String, String) {

@@ -248,8 +248,9 @@ fn header_of(path: &Path, doc: &chunked::Document) -> Result<Header, IngestError
 
 /// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte
 /// pieces on four workers, with the converter on a thread of its own — and returns both
-/// readings as text (converter output, facts, workload, operators, diagnostics, or the error). They must be equal: the fuzz target and
-/// the tests hold the parallel reader to the sequential one with this.
+/// readings as text (converter output, facts, workload, operators, diagnostics, or the error).
+/// They must be equal: the fuzz target and the tests hold the parallel reader to the sequential
+/// one with this.
 #[doc(hidden)]
 pub fn read_whole_and_in_pieces(path: &Path) -> (String, String) {
     let whole = Chunking {
@@ -1548,19 +1549,17 @@ impl<'c, 'd> Sink<'c, 'd> {
             self.first_ts = Some(self.first_ts.map_or(first, |f| f.min(first)));
         }
         self.counts.merge(b.counts);
-        if !matches!(self.conv, ToConverter::None) {
-            let batch = ConvBatch {
-                launches: b.launches,
-                gpu_events: b.gpu_events,
-                other_names: b.other_names,
-                threads: threads.clone(),
-            };
-            match &mut self.conv {
-                ToConverter::Here(conv) => batch.apply(conv),
-                // A converter thread that is gone panicked: the scope's end reports it.
-                ToConverter::Thread(tx) => drop(tx.send(batch)),
-                ToConverter::None => {}
-            }
+        let batch = || ConvBatch {
+            launches: b.launches,
+            gpu_events: b.gpu_events,
+            other_names: b.other_names,
+            threads: threads.clone(),
+        };
+        match &mut self.conv {
+            ToConverter::Here(conv) => batch().apply(conv),
+            // A converter thread that is gone panicked: the scope's end reports it.
+            ToConverter::Thread(tx) => drop(tx.send(batch())),
+            ToConverter::None => {}
         }
         if b.ops.len() > 0 {
             let mut log = b.ops;

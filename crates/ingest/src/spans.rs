@@ -49,14 +49,14 @@ pub enum Kind {
     Hand,
     /// The inflating thread waits for a worker's inflated chunk.
     WaitChunk,
-    /// The inflating thread waits for a translated part.
-    WaitPart,
+    /// The inflating thread waits for a rebuilt piece.
+    WaitRebuilt,
     /// A `gunzip` worker waits for work.
     Idle,
     /// A `gunzip` worker inflates a chunk.
     Inflate,
-    /// A `gunzip` worker translates a part.
-    Translate,
+    /// A `gunzip` worker rebuilds an accepted piece's bytes.
+    Rebuild,
 }
 
 impl Kind {
@@ -76,10 +76,10 @@ impl Kind {
             Kind::Fill => "fill",
             Kind::Hand => "hand",
             Kind::WaitChunk => "wait-chunk",
-            Kind::WaitPart => "wait-part",
+            Kind::WaitRebuilt => "wait-rebuilt",
             Kind::Idle => "idle",
             Kind::Inflate => "inflate",
-            Kind::Translate => "translate",
+            Kind::Rebuild => "rebuild",
         }
     }
 }
@@ -258,10 +258,10 @@ mod tests {
             Kind::Fill,
             Kind::Hand,
             Kind::WaitChunk,
-            Kind::WaitPart,
+            Kind::WaitRebuilt,
             Kind::Idle,
             Kind::Inflate,
-            Kind::Translate,
+            Kind::Rebuild,
         ];
         let names: std::collections::HashSet<&str> = kinds.iter().map(|k| k.name()).collect();
         assert_eq!(names.len(), kinds.len());

@@ -1,10 +1,10 @@
-//! Inflating deflate blocks into 16-bit symbols.
+//! Inflating deflate blocks into 16-bit symbols, and the copies that made them.
 //!
 //! A symbol below 256 is a byte. The output starts with [`WINDOW`] markers, symbols
 //! `256 + i`, standing for byte `i` of the 32 KB before the start, which a chunk decoded
-//! speculatively does not know yet. Back-references into that window copy markers, which are
-//! replaced once the bytes before are known; a chunk whose window is known is decoded the same
-//! way and its markers replaced at once.
+//! speculatively does not know yet. Back-references into that window copy markers. The
+//! markers of the last 32 KB tell the window after the chunk once the one before is known;
+//! the chunk's bytes are then rebuilt from its copies ([`super::replay`]).
 
 use super::bits::Bits;
 use super::huffman::{self, Alphabet, Table};
@@ -60,18 +60,56 @@ impl std::fmt::Debug for Inflater {
     }
 }
 
-/// Inflated symbols, `buf[..len]`: the window's markers, then the stream's. The room after
-/// them is zeroed once, when it grows, not each time the buffer is reused.
+/// Inflated symbols, the last of them at `buf[..len]`: the window's markers, then the
+/// stream's; and what made them all, `ops[..op]` and `literals[..literal]`. The room after each
+/// is zeroed once, when it grows, not each time the buffer is reused.
 #[derive(Debug, Default)]
 pub(super) struct Symbols {
     buf: Vec<u16>,
     len: usize,
+    /// Symbols slid off the buffer's front ([`SLIDE_AT`]), the window's markers first.
+    slid: usize,
+    /// The back-references, in order, each with the literals before it ([`op`]).
+    pub(super) ops: Vec<u32>,
+    pub(super) op: usize,
+    /// The literals, in order: the bytes no back-reference wrote; the first `counted` of them
+    /// are counted by ops.
+    pub(super) literals: Vec<u8>,
+    pub(super) literal: usize,
+    counted: usize,
+}
+
+/// Symbols the buffer holds before it slides. A back-reference reaches back [`WINDOW`]
+/// symbols at most, and the ops and literals keep the rest, so the buffer keeps only the last
+/// [`WINDOW`]: half a megabyte a worker, instead of a whole chunk's symbols.
+const SLIDE_AT: usize = 256 << 10;
+
+/// The most literals an op counts before its back-reference; more take ops of their own.
+const MAX_RUN: usize = 127;
+
+/// An op: `run` literals, then a back-reference of `len` symbols from `dist` back (none where
+/// `len` is 0), packed as `run << 25 | dist << 9 | len`.
+pub(super) const fn op(run: usize, dist: u32, len: u32) -> u32 {
+    (run as u32) << 25 | dist << 9 | len
+}
+
+/// The parts of an op: literals, then how far back and how many to copy.
+pub(super) fn op_parts(op: u32) -> (usize, usize, usize) {
+    (
+        (op >> 25) as usize,
+        (op >> 9 & 0xffff) as usize,
+        (op & 0x1ff) as usize,
+    )
 }
 
 impl Symbols {
     /// Starts again with the window's markers alone.
     pub(super) fn start(&mut self) {
         self.len = 0;
+        self.slid = 0;
+        self.op = 0;
+        self.literal = 0;
+        self.counted = 0;
         self.room(WINDOW);
         for (s, i) in self.buf.iter_mut().zip(0..WINDOW as u16) {
             *s = 256 + i;
@@ -79,13 +117,26 @@ impl Symbols {
         self.len = WINDOW;
     }
 
-    /// The symbols after the window's markers.
-    pub(super) fn inflated(&self) -> &[u16] {
-        &self.buf[WINDOW.min(self.len)..self.len]
+    /// How many symbols were inflated after the window's markers.
+    pub(super) fn inflated(&self) -> usize {
+        (self.slid + self.len).saturating_sub(WINDOW)
     }
 
-    /// Makes room for `n` more symbols.
+    /// The last [`WINDOW`] symbols inflated, or all of them when fewer.
+    pub(super) fn tail(&self) -> &[u16] {
+        let n = self.inflated().min(WINDOW);
+        &self.buf[self.len - n..self.len]
+    }
+
+    /// Makes room for `n` more symbols, sliding the last [`WINDOW`] to the front when the
+    /// buffer holds [`SLIDE_AT`].
     fn room(&mut self, n: usize) {
+        if self.len + n > SLIDE_AT && self.len > WINDOW {
+            let from = self.len - WINDOW;
+            self.buf.copy_within(from..self.len, 0);
+            self.slid += from;
+            self.len = WINDOW;
+        }
         if self.buf.len() < self.len + n {
             // In steps of 64K symbols: a reused buffer ends near the size its chunks need.
             let grown = (self.len + n).next_multiple_of(1 << 16);
@@ -119,7 +170,7 @@ impl Inflater {
             if bits.position() >= stop {
                 return Ok(Stop::Boundary);
             }
-            if out.len >= full {
+            if out.slid + out.len >= full {
                 return Ok(Stop::Full);
             }
             let last = bits.take(1).ok_or(Bad::Truncated)?;
@@ -210,14 +261,17 @@ impl Inflater {
 
     fn block_symbols(&self, bits: &mut Bits, out: &mut Symbols, limit: usize) -> Result<(), Bad> {
         // Written by index into room made ahead, as copies may run past their end.
-        let mut pos = out.len;
+        let (mut pos, mut ops, mut literal) = (out.len, out.op, out.literal);
+        // Literals not yet counted by an op.
+        let mut run = literal - out.counted;
         loop {
             if pos + ROOM > out.buf.len() {
-                if pos > limit {
+                if out.slid + pos > limit {
                     return Err(Bad::TooLarge);
                 }
-                out.len = pos;
+                (out.len, out.op, out.literal) = (pos, ops, literal);
                 out.room(ROOM);
+                pos = out.len;
             }
             // 56 bits cover the longest length with its distance: 15 + 5 + 15 + 13.
             if !bits.refill() {
@@ -227,6 +281,9 @@ impl Inflater {
             match huffman::kind(e) {
                 huffman::LITERAL => {
                     out.buf[pos] = huffman::value(e) as u16;
+                    put(&mut out.literals, literal, huffman::value(e) as u8);
+                    literal += 1;
+                    run += 1;
                     pos += 1;
                 }
                 huffman::BASE => {
@@ -234,15 +291,38 @@ impl Inflater {
                     let d = self.dist.decode(bits).ok_or(Bad::Code)?;
                     let dist = huffman::value(d) + bits.take_buffered(huffman::extra(d));
                     copy(&mut out.buf, pos, dist as usize, len as usize)?;
+                    while run > MAX_RUN {
+                        put(&mut out.ops, ops, op(MAX_RUN, 0, 0));
+                        (ops, run) = (ops + 1, run - MAX_RUN);
+                    }
+                    put(&mut out.ops, ops, op(run, dist, len));
+                    (ops, run) = (ops + 1, 0);
                     pos += len as usize;
                 }
                 _ => {
-                    out.len = pos;
+                    (out.len, out.op, out.literal) = (pos, ops, literal);
+                    out.counted = literal - run;
                     return Ok(());
                 }
             }
         }
     }
+}
+
+/// Writes `v` at `at` in `to`, which grows by steps (zeroed once, as the buffer is reused)
+/// when `at` is at its end.
+#[inline(always)]
+fn put<T: Copy + Default>(to: &mut Vec<T>, at: usize, v: T) {
+    match to.get_mut(at) {
+        Some(slot) => *slot = v,
+        None => grow_and_put(to, at, v),
+    }
+}
+
+#[cold]
+fn grow_and_put<T: Copy + Default>(to: &mut Vec<T>, at: usize, v: T) {
+    to.resize(at + 1 + (at + 1).max(1 << 12), T::default());
+    to[at] = v;
 }
 
 /// Room kept past the output's end: the longest copy, and what a copy may write past it.
@@ -287,7 +367,10 @@ fn stored(bits: &mut Bits, out: &mut Symbols) -> Result<(), Bad> {
     }
     out.room(len as usize);
     for _ in 0..len {
-        out.buf[out.len] = bits.take(8).ok_or(Bad::Truncated)? as u16;
+        let byte = bits.take(8).ok_or(Bad::Truncated)?;
+        out.buf[out.len] = byte as u16;
+        put(&mut out.literals, out.literal, byte as u8);
+        out.literal += 1;
         out.len += 1;
     }
     Ok(())

@@ -10,9 +10,9 @@
 //! - the reader takes the chunks in order. A chunk that starts exactly where the one before
 //!   ended is accepted. Any other (its block was a false find, or none was found) is inflated
 //!   again by the reader, from where the one before ended;
-//! - an accepted piece's window is the last 32 KB before it, so its markers can be replaced:
-//!   the reader works out the window's bytes after it, and the workers translate the piece,
-//!   several at once, each a part of it ([`shared::PART`] symbols).
+//! - an accepted piece's window is the last 32 KB before it. The reader works out the window
+//!   after it from the markers of its last 32 KB, and a worker rebuilds the piece's bytes by
+//!   copying its back-references again, from that window on ([`replay`]).
 //!
 //! At the end the CRC-32 and length in the gzip trailer are checked. Anything this reader does
 //! not handle (a file of several gzip members, a corrupt or truncated stream, a block of
@@ -24,6 +24,7 @@ mod bits;
 mod decode;
 mod find;
 mod huffman;
+mod replay;
 mod shared;
 
 use std::fs::File;
@@ -33,8 +34,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::spans::{span, Kind};
-use decode::{Inflater, Stop, WINDOW};
-use shared::{ByteTable, Bytes, Piece, Shared, CHUNK};
+use decode::{Inflater, Stop, Symbols, WINDOW};
+use shared::{Accepted, Bytes, Piece, Shared, Window, CHUNK};
 
 /// Traces that inflate to less than this are inflated by `flate2` alone. The parallel reader
 /// holds 25–28 MiB more than `flate2` (eight workers' chunks, measured on the 1 GB trace in
@@ -53,11 +54,10 @@ const MAX_WORKERS: usize = 8;
 /// is faster.
 const JUDGE_AFTER: usize = 4;
 
-/// Parts (of [`shared::PART`] symbols) queued for translation ahead of the one read: about two
-/// pieces' worth, as many as two pieces in translation held before. With one worker a piece,
-/// the reader spent 60% of its time waiting for translations while the workers idled 40% of
-/// theirs; in parts, the wait halved (README, Performance, session 24).
-const PARTS_AHEAD: u64 = 8;
+/// Pieces queued to be rebuilt ahead of the one read, each about 640 KB of bytes. A piece
+/// translated by one worker, with two queued, kept the reader waiting for 60% of its time
+/// (README, Performance, session 24); a rebuild takes half as long.
+const PIECES_AHEAD: u64 = 4;
 
 /// A reader of `file`'s inflated bytes: on several cores for a large file, else `flate2`'s.
 pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
@@ -180,6 +180,8 @@ pub(crate) struct ParallelGunzip {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
     inf: Inflater,
+    /// What the reader inflates itself, where a worker's chunk did not start where it should.
+    symbols: Symbols,
     data: Vec<u8>,
     /// The chunk the reader takes next, and whether part of it was taken already.
     next: usize,
@@ -188,12 +190,12 @@ pub(crate) struct ParallelGunzip {
     pos: u64,
     /// The last 32 KB of the pieces accepted, or all of them when fewer.
     window: Vec<u8>,
-    /// Parts of the pieces accepted queued for translation, whether the last piece accepted
-    /// was the final block's, and parts read.
+    /// Pieces accepted and queued to be rebuilt, whether the last one was the final block's,
+    /// and pieces read.
     queued: u64,
     accepted_final: bool,
     read: u64,
-    /// The part being read, `bytes[at..end]`.
+    /// The piece being read, `bytes[at..end]`.
     bytes: Vec<u8>,
     at: usize,
     end: usize,
@@ -219,7 +221,7 @@ impl ParallelGunzip {
         let threads = threads.max(1);
         // Each worker busy on a chunk the reader has not reached. More chunks done ahead held
         // more symbols and did not read faster (README, Performance, session 20).
-        let ahead = threads;
+        let ahead = threads * shared::SPAN;
         let shared = Arc::new(Shared::new(file, size, first, chunk, ahead)?);
         let mut workers = Vec::with_capacity(threads);
         for _ in 0..threads {
@@ -240,6 +242,7 @@ impl ParallelGunzip {
             shared,
             workers,
             inf: Inflater::new(),
+            symbols: Symbols::default(),
             data: Vec::new(),
             next: 0,
             partial: false,
@@ -268,7 +271,7 @@ impl ParallelGunzip {
         self.shared.move_reader(i);
     }
 
-    /// Accepts the next piece of the stream and queues it for translation; `Ok(false)` when
+    /// Accepts the next piece of the stream and queues it to be rebuilt; `Ok(false)` when
     /// `!wait` and the workers have not inflated it yet.
     fn accept(&mut self, wait: bool) -> Result<bool, HandOver> {
         let shared = Arc::clone(&self.shared);
@@ -301,10 +304,11 @@ impl ParallelGunzip {
                 if self.counts.serial >= JUDGE_AFTER && self.counts.serial > self.counts.parallel {
                     return Err(HandOver);
                 }
-                let spare = other.map(|p| p.symbols).unwrap_or_default();
+                let spare = other.map(|p| p.tokens).unwrap_or_default();
                 let end = shared.chunk_end(i);
+                let (inf, symbols) = (&mut self.inf, &mut self.symbols);
                 shared
-                    .inflate(self.pos, end, false, &mut self.inf, spare, &mut self.data)
+                    .inflate(self.pos, end, false, inf, symbols, spare, &mut self.data)
                     .ok_or(HandOver)?
             }
         };
@@ -313,46 +317,59 @@ impl ParallelGunzip {
         } else {
             self.move_to(i + 1);
         }
-        let table = self.byte_table(&piece)?;
+        let (window, known) = self.window_before(&piece)?;
         self.pos = piece.end;
         self.accepted_final = piece.stop == Stop::Final;
-        self.queued += shared.translate(self.queued, piece, table);
+        if piece.tokens.len == 0 {
+            let mut st = shared.state();
+            st.spare_tokens.push(piece.tokens);
+            st.spare_windows.push(window);
+        } else {
+            let seq = self.queued;
+            self.queued += 1;
+            shared.rebuild(Accepted {
+                seq,
+                piece,
+                window,
+                known,
+            });
+        }
         Ok(true)
     }
 
-    /// The table that translates `piece`'s symbols, from the window before it; and the window
-    /// moved past it.
-    fn byte_table(&mut self, piece: &Piece) -> Result<ByteTable, HandOver> {
-        let symbols = piece.symbols.inflated();
-        let missing = WINDOW - self.window.len();
-        // A marker before the window's start: a back-reference before the stream's start.
+    /// The window before `piece` and how many of its bytes are the stream's (fewer at its
+    /// start); and the window moved past it, by the markers of its last 32 KB.
+    fn window_before(&mut self, piece: &Piece) -> Result<(Window, usize), HandOver> {
+        let known = self.window.len();
+        let missing = WINDOW - known;
+        let spare = self.shared.state().spare_windows.pop();
+        let mut before = spare.unwrap_or_else(|| Box::new([0; WINDOW]));
+        before[missing..].copy_from_slice(&self.window);
+        let tail = &piece.tokens.tail;
+        // A marker before the window's start: a back-reference before the stream's.
         if missing > 0
-            && symbols
+            && tail
                 .iter()
-                .any(|&s| (256..256 + missing as u16).contains(&s))
+                .any(|&s| (256..256 + missing).contains(&usize::from(s)))
         {
             return Err(HandOver);
         }
-        let spare = self.shared.state().spare_tables.pop();
-        let mut table = spare.unwrap_or_else(|| Box::new([0; 1 << 16]));
-        for (b, i) in table.iter_mut().zip(0..=255) {
-            *b = i;
-        }
-        table[256 + missing..256 + WINDOW].copy_from_slice(&self.window);
-        let tail = &symbols[symbols.len().saturating_sub(WINDOW)..];
         if tail.len() == WINDOW {
             self.window.clear();
         }
-        self.window
-            .extend(tail.iter().map(|&s| table[usize::from(s)]));
+        let byte = |s: u16| match usize::from(s).checked_sub(256) {
+            None => s as u8,
+            Some(i) => before.get(i).copied().unwrap_or_default(),
+        };
+        self.window.extend(tail.iter().map(|&s| byte(s)));
         let excess = self.window.len().saturating_sub(WINDOW);
         self.window.drain(..excess);
-        Ok(table)
+        Ok((before, known))
     }
 
-    /// Makes the next translated part the one read: accepts pieces ahead first.
+    /// Makes the next rebuilt piece the one read: accepts pieces ahead first.
     fn next_bytes(&mut self) -> Result<(), HandOver> {
-        while !self.accepted_final && self.queued < self.read + PARTS_AHEAD {
+        while !self.accepted_final && self.queued < self.read + PIECES_AHEAD {
             let wait = self.queued == self.read;
             if !self.accept(wait)? {
                 break;
@@ -362,16 +379,21 @@ impl ParallelGunzip {
             // The final piece was empty: nothing more to read.
             return Ok(());
         }
-        let waiting = span(Kind::WaitPart, self.read);
-        let Bytes { bytes, len, crc } = self.shared.translated(self.read).ok_or(HandOver)?;
+        let waiting = span(Kind::WaitRebuilt, self.read);
+        let Bytes {
+            bytes,
+            start,
+            len,
+            crc,
+        } = self.shared.rebuilt(self.read).ok_or(HandOver)?;
         drop(waiting);
         self.read += 1;
         self.crc.combine(&crc);
         self.len += len as u64;
         let old = std::mem::replace(&mut self.bytes, bytes);
         self.shared.state().spare_bytes.push(old);
-        self.at = 0;
-        self.end = len;
+        self.at = start;
+        self.end = start + len;
         Ok(())
     }
 
@@ -531,11 +553,14 @@ mod tests {
         let mut mixed = trace_text(20_000);
         mixed.extend(noise(300_000));
         mixed.extend(trace_text(20_000));
+        // Huffman-coded literals with hardly a back-reference: long runs of them between ops.
+        let letters: Vec<u8> = noise(200_000).iter().map(|b| b'0' + b % 64).collect();
         let cases: Vec<(&str, Vec<Member>)> = vec![
             ("level 1", vec![(&text, 1)]),
             ("level 6", vec![(&text, 6)]),
             ("level 9", vec![(&text, 9)]),
             ("stored blocks among dynamic ones", vec![(&mixed, 6)]),
+            ("runs of literals", vec![(&letters, 6)]),
             (
                 "two members",
                 vec![(&text[..500_000], 6), (&text[500_000..], 1)],

@@ -1,10 +1,10 @@
 //! Where the reading's threads spend their time, for profiling llmprof itself: with
 //! `LLMPROF_SPANS=FILE` in the environment, each thread records spans (waiting for a segment,
-//! merging a piece, translating a part, ...) and [`write`] saves them to `FILE`, one per line:
-//! `thread-name kind start-ns end-ns arg`, times from the first span. `gpu-jobs/spans.py` sums
+//! merging a piece, rebuilding an inflated piece, ...) and [`write`] saves them to `FILE`, one
+//! per line: `thread-name kind start-ns end-ns arg`, times from the first span. `gpu-jobs/spans.py` sums
 //! them by thread and kind, and over time. Unset, a span costs one load of a flag.
 //!
-//! Spans are recorded per piece, part, chunk or window, never per event, so a 1 GB trace makes
+//! Spans are recorded per piece, chunk or window, never per event, so a 1 GB trace makes
 //! about 30,000 of them; past [`MAX_SPANS`] the rest are counted and dropped.
 //!
 //! Each thread that recorded a span also leaves, when it ends (the calling thread: at
@@ -171,7 +171,7 @@ pub struct Span {
     arg: u64,
 }
 
-/// Starts a span of `kind` (`arg`: a piece's, part's or chunk's number, or 0), when spans are
+/// Starts a span of `kind` (`arg`: a piece's or chunk's number, or 0), when spans are
 /// being recorded.
 #[must_use]
 pub fn span(kind: Kind, arg: u64) -> Option<Span> {

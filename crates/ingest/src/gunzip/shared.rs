@@ -1,4 +1,4 @@
-//! The workers and what they share with the reader: chunks to inflate, pieces to translate.
+//! The workers and what they share with the reader: chunks to inflate, pieces to rebuild.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
@@ -13,7 +13,8 @@ use crate::spans::{span, Kind};
 
 /// The most compressed bytes a worker takes at a time (`chunk_for` takes less of a stream that
 /// compresses more than 10×): output of about ten times that, inflated as 16-bit symbols in
-/// the worker's own buffer. Larger chunks cost the finding of their first block less often.
+/// the worker's own buffer (which keeps the last 32K of them), and kept as ops and literals
+/// until the reader accepts it.
 pub(super) const CHUNK: u64 = 64 << 10;
 
 /// Chunks a worker inflates in a row: it looks for a block only at the first one's start, and

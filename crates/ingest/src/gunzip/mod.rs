@@ -219,8 +219,8 @@ impl ParallelGunzip {
         file.read_exact_at(&mut head, 0).ok()?;
         let first = header_len(&head)? as u64 * 8;
         let threads = threads.max(1);
-        // Each worker busy on a chunk the reader has not reached. More chunks done ahead held
-        // more symbols and did not read faster (README, Performance, session 20).
+        // Each worker busy on a span of chunks the reader has not reached. More chunks done
+        // ahead held more and did not read faster (README, Performance, sessions 20 and 26).
         let ahead = threads * shared::SPAN;
         let shared = Arc::new(Shared::new(file, size, first, chunk, ahead)?);
         let mut workers = Vec::with_capacity(threads);

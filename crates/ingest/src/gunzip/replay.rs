@@ -23,9 +23,9 @@ pub(super) struct Tokens {
 }
 
 impl Tokens {
-    /// Takes the piece `symbols` holds, trading buffers with it.
-    pub(super) fn take(&mut self, symbols: &mut Symbols) {
-        // Copied, not traded: pieces wait in buffers of about their own size.
+    /// Copies the piece `symbols` holds into this one's buffers, which stay about the size of
+    /// the pieces they hold (the decode's own buffers grow to the largest).
+    pub(super) fn take(&mut self, symbols: &Symbols) {
         self.ops.clear();
         self.ops.extend_from_slice(&symbols.ops[..symbols.op]);
         self.literals.clear();

@@ -31,6 +31,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::IngestError;
+use crate::gunzip::Cores;
 use crate::input::{InputWindow, Segment};
 use crate::spans::{span, Kind};
 
@@ -75,12 +76,14 @@ pub(crate) struct Document {
     pub saw_array: bool,
 }
 
-/// Tunables: the window's size and the size of the pieces handed to workers.
+/// Tunables: the window's size, the size of the pieces handed to workers, and how a gzip
+/// input is inflated.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Chunking {
     pub window: usize,
     pub piece: usize,
     pub workers: usize,
+    pub gunzip: Cores,
 }
 
 impl Default for Chunking {
@@ -89,6 +92,7 @@ impl Default for Chunking {
             window: 16 << 20,
             piece: 512 << 10,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            gunzip: Cores::Auto,
         }
     }
 }
@@ -357,6 +361,7 @@ fn read_array<P: ElementParser>(
             win,
             parser,
             piece,
+            ahead: chunking.window.saturating_mul(2),
             jobs: (started > 0).then_some(job_tx),
             done: done_rx,
             arrived: BTreeMap::new(),
@@ -449,6 +454,8 @@ struct ArrayReader<'w, 'p, P: ElementParser> {
     win: &'w mut InputWindow,
     parser: &'p P,
     piece: usize,
+    /// Bytes to keep planned: two windows.
+    ahead: usize,
     /// Where pieces go to be parsed; `None` on one worker (pieces parsed here).
     jobs: Option<mpsc::Sender<Job>>,
     done: mpsc::Receiver<(usize, Piece<P::Piece>)>,
@@ -523,9 +530,17 @@ impl<P: ElementParser> ArrayReader<'_, '_, P> {
         self.plans.push_back(plan);
     }
 
-    /// Makes sure the segment after the one being read is planned, unless it is the last.
+    /// Makes sure the segments after the one being read are planned, unless it is the last:
+    /// one at least, and two windows' bytes in all (a gzip input may come in pieces much
+    /// smaller than a window).
     fn look_ahead(&mut self) -> Result<(), ChunkError> {
-        while self.plans.len() < 2 && !self.ended {
+        let planned = |plans: &VecDeque<Plan>| -> usize {
+            plans
+                .iter()
+                .map(|p| p.seg.bytes().len().saturating_sub(p.at))
+                .sum()
+        };
+        while !self.ended && (self.plans.len() < 2 || planned(&self.plans) < self.ahead) {
             let waiting = span(Kind::WaitSegment, 0);
             let (seg, at) = self.win.next_segment().map_err(ChunkError::Input)?;
             drop(waiting);
@@ -729,15 +744,20 @@ impl Gate {
 }
 
 /// Guessed element starts at or after `from`, about `piece` bytes apart: the `{` of a `}` `,`
-/// `{` with only whitespace between.
+/// `{` with only whitespace between. The last piece takes the rest of `bytes` when that is
+/// under half a piece, so a short segment is one piece.
 fn candidate_starts(bytes: &[u8], mut from: usize, piece: usize) -> Vec<usize> {
+    let piece = piece.max(1);
     let mut starts = Vec::new();
     while from < bytes.len() {
         let Some(c) = next_candidate(bytes, from) else {
             break;
         };
         starts.push(c);
-        from = c.saturating_add(piece.max(1));
+        from = c.saturating_add(piece);
+        if bytes.len().saturating_sub(from) < piece / 2 {
+            break;
+        }
     }
     starts
 }
@@ -847,28 +867,50 @@ mod tests {
             window: 64,
             piece: 16,
             workers,
+            gunzip: Cores::Auto,
         }
     }
 
-    fn file(bytes: &[u8], gzip: bool) -> tempfile::NamedTempFile {
+    /// How a test document is stored and inflated.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Stored {
+        Plain,
+        /// gzip -1, inflated by `flate2` into windows.
+        Gzip,
+        /// gzip -6, inflated by the parallel reader into pieces of a block or more.
+        GzipParallel,
+    }
+    use Stored::*;
+    const STORED: [Stored; 3] = [Plain, Gzip, GzipParallel];
+
+    fn file(bytes: &[u8], stored: Stored) -> tempfile::NamedTempFile {
         let mut f = tempfile::NamedTempFile::new().unwrap();
-        if gzip {
-            let mut gz = flate2::write::GzEncoder::new(&mut f, flate2::Compression::fast());
-            gz.write_all(bytes).unwrap();
-            gz.finish().unwrap();
-        } else {
-            f.write_all(bytes).unwrap();
-        }
+        let level = match stored {
+            Plain => {
+                f.write_all(bytes).unwrap();
+                return f;
+            }
+            Gzip => flate2::Compression::fast(),
+            GzipParallel => flate2::Compression::default(),
+        };
+        let mut gz = flate2::write::GzEncoder::new(&mut f, level);
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap();
         f
     }
 
     fn read_all(
         text: &str,
-        chunking: Chunking,
-        gzip: bool,
+        mut chunking: Chunking,
+        stored: Stored,
     ) -> Result<(Vec<String>, Document), ChunkError> {
-        let f = file(text.as_bytes(), gzip);
-        let mut win = InputWindow::open("test", f.path(), chunking.window).unwrap();
+        let f = file(text.as_bytes(), stored);
+        if stored == GzipParallel {
+            let (threads, chunk) = (2, 64);
+            chunking.gunzip = Cores::Given { threads, chunk };
+        }
+        let mut win =
+            InputWindow::open("test", f.path(), chunking.window, chunking.gunzip).unwrap();
         let mut out = Vec::new();
         let doc = read(
             &mut win,
@@ -906,10 +948,10 @@ mod tests {
     #[test]
     fn pieces_and_windows_give_the_elements_in_order() {
         let (text, want) = tricky();
-        for gzip in [false, true] {
+        for stored in STORED {
             for chunking in [tiny(1), tiny(3), Chunking::default()] {
-                let (got, doc) = read_all(&text, chunking, gzip).unwrap();
-                assert_eq!(got, want, "{chunking:?} gzip {gzip}");
+                let (got, doc) = read_all(&text, chunking, stored).unwrap();
+                assert_eq!(got, want, "{chunking:?} {stored:?}");
                 assert!(doc.saw_array);
                 assert_eq!(doc.header.len(), 1);
                 assert_eq!(doc.header[0].1.get(), r#"{"v": [1, 2]}"#);
@@ -940,16 +982,17 @@ mod tests {
     #[test]
     fn a_number_cut_by_the_window_is_read_whole() {
         let text = r#"{"z": 123456789012, "h": -98765.4321e2, "a": [{"k": 1}], "y": 77777777}"#;
-        let (want, doc) = read_all(text, Chunking::default(), false).unwrap();
+        let (want, doc) = read_all(text, Chunking::default(), Plain).unwrap();
         assert_eq!(doc.header[0].1.get(), "-98765.4321e2");
         for window in 1..text.len() {
             let chunking = Chunking {
                 window,
                 piece: 16,
                 workers: 2,
+                gunzip: Cores::Auto,
             };
-            for gzip in [false, true] {
-                let (got, doc) = read_all(text, chunking, gzip).unwrap();
+            for stored in STORED {
+                let (got, doc) = read_all(text, chunking, stored).unwrap();
                 assert_eq!(got, want, "window {window}");
                 assert_eq!(doc.header[0].1.get(), "-98765.4321e2", "window {window}");
             }
@@ -964,14 +1007,14 @@ mod tests {
         let (text, _) = tricky();
         let cut = text.find("{\"k\":\n14}").unwrap() + 9;
         let text = format!(r#"{}], "z": [1, {{"y": "]"}}], "h": 2}}"#, &text[..cut]);
-        let (want, _) = read_all(&text, Chunking::default(), false).unwrap();
+        let (want, _) = read_all(&text, Chunking::default(), Plain).unwrap();
         assert_eq!(want.len(), 12);
         let bad = text.replacen(
             r#"{"n": [{"a": 1}, {"b": 6}]"#,
             r#"{"n": [{"a": 1} {"b": 6}]"#,
             1,
         );
-        let whole = |t: &str| offset_of(read_all(t, Chunking::default(), false));
+        let whole = |t: &str| offset_of(read_all(t, Chunking::default(), Plain));
         let bad_at = whole(&bad);
         assert_eq!(bad_at.0, "json");
         for window in (1..text.len() + 8).step_by(3) {
@@ -980,13 +1023,14 @@ mod tests {
                     window,
                     piece,
                     workers,
+                    gunzip: Cores::Auto,
                 };
-                for gzip in [false, true] {
-                    let (got, doc) = read_all(&text, chunking, gzip).unwrap();
-                    assert_eq!(got, want, "{chunking:?} gzip {gzip}");
-                    assert_eq!(doc.header.len(), 2, "{chunking:?} gzip {gzip}");
-                    let at = offset_of(read_all(&bad, chunking, gzip));
-                    assert_eq!(at, bad_at, "{chunking:?} gzip {gzip}");
+                for stored in STORED {
+                    let (got, doc) = read_all(&text, chunking, stored).unwrap();
+                    assert_eq!(got, want, "{chunking:?} {stored:?}");
+                    assert_eq!(doc.header.len(), 2, "{chunking:?} {stored:?}");
+                    let at = offset_of(read_all(&bad, chunking, stored));
+                    assert_eq!(at, bad_at, "{chunking:?} {stored:?}");
                 }
             }
         }
@@ -994,9 +1038,9 @@ mod tests {
 
     #[test]
     fn an_empty_array_and_no_array_are_read() {
-        let (got, doc) = read_all(r#"{"a": [ ], "h": 1}"#, tiny(2), false).unwrap();
+        let (got, doc) = read_all(r#"{"a": [ ], "h": 1}"#, tiny(2), Plain).unwrap();
         assert!(got.is_empty() && doc.saw_array);
-        let (_, doc) = read_all(r#"{"b": [1]}"#, tiny(2), false).unwrap();
+        let (_, doc) = read_all(r#"{"b": [1]}"#, tiny(2), Plain).unwrap();
         assert!(!doc.saw_array);
     }
 
@@ -1018,11 +1062,13 @@ mod tests {
         // serde_json points at the value after the missing `:`.
         let at = bad.find(r#""k" "#).unwrap() as u64 + 5;
         for chunking in [tiny(1), tiny(3), Chunking::default()] {
-            assert_eq!(offset_of(read_all(cut, chunking, false)).0, "eof");
-            assert_eq!(offset_of(read_all(&bad, chunking, true)), ("json", at));
-            assert_eq!(offset_of(read_all("[1, 2]", chunking, false)), ("shape", 0));
+            assert_eq!(offset_of(read_all(cut, chunking, Plain)).0, "eof");
+            for stored in [Gzip, GzipParallel] {
+                assert_eq!(offset_of(read_all(&bad, chunking, stored)), ("json", at));
+            }
+            assert_eq!(offset_of(read_all("[1, 2]", chunking, Plain)), ("shape", 0));
             assert_eq!(
-                offset_of(read_all(r#"{"a": [1] } x"#, chunking, false)),
+                offset_of(read_all(r#"{"a": [1] } x"#, chunking, Plain)),
                 ("shape", 12)
             );
         }
@@ -1035,7 +1081,7 @@ mod tests {
             r#"{{"a": [{{"s": "{}"}}, 0]}}"#,
             r#"}, {\"q\": "#.repeat(50)
         );
-        let (got, _) = read_all(&text, tiny(3), false).unwrap();
+        let (got, _) = read_all(&text, tiny(3), Plain).unwrap();
         assert_eq!(got.len(), 1);
     }
 }

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::error::IngestError;
+use crate::gunzip::Cores;
 use crate::inflate::{GzipStream, InflateError, Inflated};
 
 /// The bytes of one input file.
@@ -341,12 +342,18 @@ pub struct InputWindow {
 
 impl InputWindow {
     /// Opens `path` with a first window of at least `len` bytes (fewer at the input's end);
-    /// the window moves a segment of `len` bytes at a time.
-    pub fn open(what: &'static str, path: &Path, len: usize) -> Result<Self, IngestError> {
+    /// the window moves a segment of `len` bytes at a time, or for a gzip file inflated on
+    /// several `cores`, a piece of the parallel reader's at a time.
+    pub(crate) fn open(
+        what: &'static str,
+        path: &Path,
+        len: usize,
+        cores: Cores,
+    ) -> Result<Self, IngestError> {
         let file = open_file(what, path)?;
         let segments = if is_gzip(path) {
             Segments::Gzip {
-                stream: GzipStream::spawn(file, inflate_cap(path), len),
+                stream: GzipStream::spawn(file, inflate_cap(path), len, cores),
                 next: 0,
                 ended: false,
             }
@@ -478,7 +485,7 @@ mod tests {
         step: impl Fn(usize) -> usize,
         want: impl Fn(usize) -> usize,
     ) -> Vec<u8> {
-        let mut w = InputWindow::open("test", path, len).unwrap();
+        let mut w = InputWindow::open("test", path, len, Cores::Auto).unwrap();
         let mut out = Vec::new();
         for i in 0.. {
             if i % 3 == 2 && !w.at_end() {

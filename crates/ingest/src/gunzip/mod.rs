@@ -12,7 +12,9 @@
 //!   again by the reader, from where the one before ended;
 //! - an accepted piece's window is the last 32 KB before it. The reader works out the window
 //!   after it from the markers of its last 32 KB, and a worker rebuilds the piece's bytes by
-//!   copying its back-references again, from that window on ([`replay`]).
+//!   copying its back-references again, from that window on ([`replay`]);
+//! - the rebuilt pieces are handed out whole, in order, in the buffers they were rebuilt in
+//!   ([`ParallelGunzip::next_part`]).
 //!
 //! At the end the CRC-32 and length in the gzip trailer are checked. Anything this reader does
 //! not handle (a file of several gzip members, a corrupt or truncated stream, a block of
@@ -59,18 +61,39 @@ const JUDGE_AFTER: usize = 4;
 /// (README, Performance, session 24); a rebuild takes half as long.
 const PIECES_AHEAD: u64 = 4;
 
-/// A reader of `file`'s inflated bytes: on several cores for a large file, else `flate2`'s.
-pub(crate) fn reader(file: File) -> Box<dyn Read + Send> {
+/// How a gzip file is inflated.
+pub(crate) enum Inflating {
+    /// On several cores, in pieces handed out whole ([`ParallelGunzip::next_part`]).
+    Parallel(Box<ParallelGunzip>),
+    /// By `flate2` alone, read into the caller's buffers.
+    Alone(Box<dyn Read + Send>),
+}
+
+/// The workers that inflate a gzip input, and the compressed bytes of their chunks.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) enum Cores {
+    /// As the machine's cores and the file's size call for.
+    #[default]
+    Auto,
+    /// These, whatever the file (for tests and fuzzing).
+    Given { threads: usize, chunk: u64 },
+}
+
+/// How to inflate `file`: on several cores for a large file, else by `flate2` alone.
+pub(crate) fn inflating(file: File, cores: Cores) -> Inflating {
+    if let Cores::Given { threads, chunk } = cores {
+        return parallel(file, threads, chunk);
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < MIN_CORES {
-        return flate2_reader(file);
+        return Inflating::Alone(flate2_reader(file));
     }
     match sizes(&file) {
         Some((size, inflated)) if inflated >= MIN_INFLATED => {
             let chunk = chunk_for(size, inflated);
-            parallel_reader(file, (cores / 2).min(MAX_WORKERS), chunk)
+            parallel(file, (cores / 2).min(MAX_WORKERS), chunk)
         }
-        _ => flate2_reader(file),
+        _ => Inflating::Alone(flate2_reader(file)),
     }
 }
 
@@ -98,13 +121,13 @@ fn chunk_for(size: u64, inflated: u64) -> u64 {
 }
 
 /// The parallel reader, or `flate2`'s for a header it does not handle.
-fn parallel_reader(file: File, threads: usize, chunk: u64) -> Box<dyn Read + Send> {
-    match file.try_clone() {
-        Ok(f) => match ParallelGunzip::new(f, threads, chunk) {
-            Some(p) => Box::new(p),
-            None => flate2_reader(file),
-        },
-        Err(_) => flate2_reader(file),
+fn parallel(file: File, threads: usize, chunk: u64) -> Inflating {
+    let Ok(f) = file.try_clone() else {
+        return Inflating::Alone(flate2_reader(file));
+    };
+    match ParallelGunzip::new(f, threads, chunk) {
+        Some(p) => Inflating::Parallel(Box::new(p)),
+        None => Inflating::Alone(flate2_reader(file)),
     }
 }
 
@@ -127,7 +150,13 @@ pub fn inflate_both_ways(
             .map(|_| out)
             .map_err(|e| e.to_string())
     };
-    let parallel = read(File::open(path).map(|f| parallel_reader(f, threads, chunk)));
+    let reader = |f| -> Box<dyn Read + Send> {
+        match parallel(f, threads, chunk) {
+            Inflating::Parallel(p) => p,
+            Inflating::Alone(r) => r,
+        }
+    };
+    let parallel = read(File::open(path).map(reader));
     let alone = read(File::open(path).map(flate2_reader));
     (parallel, alone)
 }
@@ -159,6 +188,19 @@ fn header_len(head: &[u8]) -> Option<usize> {
     }
     (at <= head.len()).then_some(at)
 }
+
+/// Inflated bytes handed out whole, `buf[start..start + len]`; `last` when the input ends
+/// with them.
+#[derive(Debug, Default)]
+pub(crate) struct Part {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+    pub(crate) last: bool,
+}
+
+/// What `flate2` inflates into a part at a time, after a hand-over.
+const FALLBACK_PART: usize = 1 << 20;
 
 /// Why the parallel reader hands over to `flate2`.
 #[derive(Debug)]
@@ -195,13 +237,15 @@ pub(crate) struct ParallelGunzip {
     queued: u64,
     accepted_final: bool,
     read: u64,
-    /// The piece being read, `bytes[at..end]`.
+    /// What `Read` hands out: the part being read, `bytes[at..end]`, and whether the input
+    /// ends with it.
     bytes: Vec<u8>,
     at: usize,
     end: usize,
+    last: bool,
     crc: crc32fast::Hasher,
     len: u64,
-    /// Bytes handed out in all.
+    /// Bytes handed out in parts, in all.
     delivered: u64,
     /// The stream ended; `more` if the file goes on after its trailer.
     ended: bool,
@@ -254,6 +298,7 @@ impl ParallelGunzip {
             bytes: Vec::new(),
             at: 0,
             end: 0,
+            last: false,
             crc: crc32fast::Hasher::new(),
             len: 0,
             delivered: 0,
@@ -367,34 +412,78 @@ impl ParallelGunzip {
         Ok((before, known))
     }
 
-    /// Makes the next rebuilt piece the one read: accepts pieces ahead first.
-    fn next_bytes(&mut self) -> Result<(), HandOver> {
+    /// The next rebuilt piece, once the pieces ahead of it are accepted; after the final
+    /// piece, the trailer is checked before the piece is handed out.
+    fn next_bytes(&mut self) -> Result<Part, HandOver> {
         while !self.accepted_final && self.queued < self.read + PIECES_AHEAD {
             let wait = self.queued == self.read;
             if !self.accept(wait)? {
                 break;
             }
         }
-        if self.queued == self.read {
-            // The final piece was empty: nothing more to read.
-            return Ok(());
+        let mut part = Part::default();
+        // The final piece may be empty: then there is nothing more to read.
+        if self.queued > self.read {
+            let waiting = span(Kind::WaitRebuilt, self.read);
+            let Bytes {
+                bytes,
+                start,
+                len,
+                crc,
+            } = self.shared.rebuilt(self.read).ok_or(HandOver)?;
+            drop(waiting);
+            self.read += 1;
+            self.crc.combine(&crc);
+            self.len += len as u64;
+            (part.buf, part.start, part.len) = (bytes, start, len);
         }
-        let waiting = span(Kind::WaitRebuilt, self.read);
-        let Bytes {
-            bytes,
-            start,
-            len,
-            crc,
-        } = self.shared.rebuilt(self.read).ok_or(HandOver)?;
-        drop(waiting);
-        self.read += 1;
-        self.crc.combine(&crc);
-        self.len += len as u64;
-        let old = std::mem::replace(&mut self.bytes, bytes);
-        self.shared.state().spare_bytes.push(old);
-        self.at = start;
-        self.end = start + len;
-        Ok(())
+        if self.accepted_final && self.read == self.queued {
+            self.check_trailer()?;
+            part.last = !self.more;
+        }
+        Ok(part)
+    }
+
+    /// The stream's next inflated bytes, handed out whole: a piece the workers rebuilt, or
+    /// after a hand-over, `flate2`'s. An empty part is the last or a member's end.
+    pub(crate) fn next_part(&mut self) -> io::Result<Part> {
+        loop {
+            if let Some(dec) = &mut self.fallback {
+                let mut buf = self.shared.state().spare_bytes.pop().unwrap_or_default();
+                buf.resize(FALLBACK_PART, 0);
+                let len = crate::inflate::fill(dec, &mut buf)?;
+                let last = len < FALLBACK_PART;
+                return Ok(Part {
+                    buf,
+                    start: 0,
+                    len,
+                    last,
+                });
+            }
+            if self.ended && !self.more {
+                return Ok(Part {
+                    last: true,
+                    ..Part::default()
+                });
+            }
+            let next = if self.ended {
+                Err(HandOver)
+            } else {
+                self.next_bytes()
+            };
+            match next {
+                Ok(part) => {
+                    self.delivered += part.len as u64;
+                    return Ok(part);
+                }
+                Err(HandOver) => self.hand_over()?,
+            }
+        }
+    }
+
+    /// Takes back a part's buffer, to rebuild a later piece in.
+    pub(crate) fn give_back(&self, buf: Vec<u8>) {
+        self.shared.state().spare_bytes.push(buf);
     }
 
     /// Checks the CRC-32 and length after the final block; notes whether the file goes on.
@@ -433,8 +522,6 @@ impl ParallelGunzip {
                 "the stream is shorter on a second reading",
             ));
         }
-        self.bytes = Vec::new();
-        self.end = 0;
         self.fallback = Some(dec);
         Ok(())
     }
@@ -442,34 +529,19 @@ impl ParallelGunzip {
 
 impl Read for ParallelGunzip {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            if let Some(dec) = &mut self.fallback {
-                return dec.read(buf);
-            }
-            if buf.is_empty() {
+        while self.at == self.end {
+            if self.last || buf.is_empty() {
                 return Ok(0);
             }
-            if self.at < self.end {
-                let n = buf.len().min(self.end - self.at);
-                buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
-                self.at += n;
-                self.delivered += n as u64;
-                return Ok(n);
-            }
-            if self.ended && !self.more {
-                return Ok(0);
-            }
-            let moved = if self.ended {
-                Err(HandOver)
-            } else if self.accepted_final && self.read == self.queued {
-                self.check_trailer()
-            } else {
-                self.next_bytes()
-            };
-            if moved.is_err() {
-                self.hand_over()?;
-            }
+            let part = self.next_part()?;
+            let old = std::mem::replace(&mut self.bytes, part.buf);
+            self.give_back(old);
+            (self.at, self.end, self.last) = (part.start, part.start + part.len, part.last);
         }
+        let n = buf.len().min(self.end - self.at);
+        buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 

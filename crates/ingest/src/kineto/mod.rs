@@ -26,6 +26,7 @@ use crate::chunked::{self, ChunkError, Chunking, ElementParser};
 use crate::convert::{span, TraceConverter};
 use crate::diagnostics::Diagnostics;
 use crate::error::{what::KINETO, IngestError};
+use crate::gunzip::Cores;
 use crate::inflate::BUFFERS;
 use crate::input;
 use crate::intern::Interner;
@@ -123,7 +124,7 @@ fn read_chunked(
 ) -> Result<KinetoInput, IngestError> {
     let reading = crate::spans::span(crate::spans::Kind::ReadTrace, 0);
     let chunking = for_input(path, chunking);
-    let mut win = input::InputWindow::open(KINETO, path, chunking.window)?;
+    let mut win = input::InputWindow::open(KINETO, path, chunking.window, chunking.gunzip)?;
     let (doc, sink, conv) = read_events(&mut win, chunking, conv, diags, progress);
     let doc = doc.map_err(|e| chunk_error(path, e))?;
     drop(reading);
@@ -250,7 +251,8 @@ fn header_of(path: &Path, doc: &chunked::Document) -> Result<Header, IngestError
 }
 
 /// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte
-/// pieces on four workers, with the converter on a thread of its own — and returns both
+/// pieces on four workers (a `.gz` inflated by the parallel reader, three workers on 4 KB
+/// chunks), with the converter on a thread of its own — and returns both
 /// readings as text (converter output, facts, workload, operators, diagnostics, or the error).
 /// They must be equal: the fuzz target and the tests hold the parallel reader to the sequential
 /// one with this.
@@ -260,11 +262,16 @@ pub fn read_whole_and_in_pieces(path: &Path) -> (String, String) {
         window: 1 << 40,
         piece: 1 << 40,
         workers: 1,
+        gunzip: Cores::Auto,
     };
     let tiny = Chunking {
         window: 4 << 10,
         piece: 512,
         workers: 4,
+        gunzip: Cores::Given {
+            threads: 3,
+            chunk: 4 << 10,
+        },
     };
     let read_with = |c: Chunking| {
         let mut conv = TraceConverter::new();

@@ -325,36 +325,53 @@ fn grow_and_put<T: Copy + Default>(to: &mut Vec<T>, at: usize, v: T) {
     to[at] = v;
 }
 
+/// The most a copy moves at a time, where its source lies that far back or farther.
+pub(super) const STEP: usize = 16;
+
 /// Room kept past the output's end: the longest copy, and what a copy may write past it.
-const ROOM: usize = 258 + 16;
+const ROOM: usize = 258 + STEP;
 
 /// Writes `len` symbols from `dist` back at `pos`; the copy may overlap what it writes, and may
-/// write up to 16 symbols past its end.
+/// write up to [`STEP`] symbols past its end.
 #[inline(always)]
 fn copy(out: &mut [u16], pos: usize, dist: usize, len: usize) -> Result<(), Bad> {
     let src = pos.checked_sub(dist).ok_or(Bad::Distance)?;
-    if dist >= 16 {
-        copy_steps::<16>(out, src, pos, len);
-    } else if dist >= 8 {
-        copy_steps::<8>(out, src, pos, len);
-    } else {
-        // Close copies repeat a short period: one symbol at a time.
-        for k in 0..len {
-            out[pos + k] = out[src + k];
-        }
-    }
-    Ok(())
+    copy_back(out, src, pos, len).ok_or(Bad::Distance)
 }
 
-/// Copies `N` symbols at a time, which never overlap when `src` is at least `N` before `pos`.
+/// Copies `len` items from `src` to `pos` (after it), as deflate's back-references overlap:
+/// [`STEP`] at a time where the source lies that far back or farther, 8 at a time where it
+/// lies 8 back, else one at a time (a short period repeated). May write up to a step past
+/// the end; `None` where that is past `out`'s end.
 #[inline(always)]
-fn copy_steps<const N: usize>(out: &mut [u16], src: usize, pos: usize, len: usize) {
+pub(super) fn copy_back<T: Copy>(out: &mut [T], src: usize, pos: usize, len: usize) -> Option<()> {
+    match pos.checked_sub(src)? {
+        STEP.. => copy_steps::<T, STEP>(out, src, pos, len),
+        8.. => copy_steps::<T, 8>(out, src, pos, len),
+        _ => {
+            for k in 0..len {
+                *out.get_mut(pos + k)? = *out.get(src + k)?;
+            }
+            Some(())
+        }
+    }
+}
+
+/// Copies `N` items at a time, which never overlap when `src` is at least `N` before `pos`.
+#[inline(always)]
+fn copy_steps<T: Copy, const N: usize>(
+    out: &mut [T],
+    src: usize,
+    pos: usize,
+    len: usize,
+) -> Option<()> {
     let mut k = 0;
     while k < len {
-        let step: [u16; N] = out[src + k..src + k + N].try_into().unwrap_or([0; N]);
-        out[pos + k..pos + k + N].copy_from_slice(&step);
+        let step: [T; N] = out.get(src + k..src + k + N)?.try_into().ok()?;
+        out.get_mut(pos + k..pos + k + N)?.copy_from_slice(&step);
         k += N;
     }
+    Some(())
 }
 
 /// A stored block: its length, the length's complement, then the bytes.

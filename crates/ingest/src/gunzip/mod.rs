@@ -351,9 +351,9 @@ impl ParallelGunzip {
                 }
                 let spare = other.map(|p| p.tokens).unwrap_or_default();
                 let end = shared.chunk_end(i);
-                let (inf, symbols) = (&mut self.inf, &mut self.symbols);
+                let buffers = (&mut self.inf, &mut self.symbols, &mut self.data);
                 shared
-                    .inflate(self.pos, end, false, inf, symbols, spare, &mut self.data)
+                    .inflate((self.pos, end, false), buffers, spare)
                     .ok_or(HandOver)?
             }
         };

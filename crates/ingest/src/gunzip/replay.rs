@@ -7,7 +7,7 @@
 //! takes on a level 9 stream (70% on a `gzip -1` one), and the piece waits in a sixth to an
 //! eighth of the room its 16-bit symbols took (README, Performance, session 26).
 
-use super::decode::{op_parts, Symbols, WINDOW};
+use super::decode::{copy_back, op_parts, Symbols, STEP, WINDOW};
 
 /// A piece, as [`replay`] rebuilds it.
 #[derive(Debug, Default)]
@@ -62,7 +62,7 @@ pub(super) fn replay(
         (at, lit) = (at + run, lit + run);
         if len > 0 {
             let src = at.checked_sub(dist).filter(|&s| s >= floor)?;
-            copy(out, src, at, len)?;
+            copy_back(out, src, at, len)?;
             at += len;
         }
     }
@@ -80,29 +80,6 @@ fn copy_literals(out: &mut [u8], at: usize, literals: &[u8], lit: usize, run: us
         let step: [u8; STEP] = literals.get(lit + k..lit + k + STEP)?.try_into().ok()?;
         out.get_mut(at + k..at + k + STEP)?.copy_from_slice(&step);
         k += STEP;
-    }
-    Some(())
-}
-
-/// What a copy moves at a time when it reaches back that far or farther.
-const STEP: usize = 16;
-
-/// Copies `len` bytes from `src` to `pos` (after it), as deflate's back-references overlap:
-/// a step at a time where the source lies a whole step back, else byte by byte. May write up
-/// to a step past the end.
-#[inline(always)]
-fn copy(out: &mut [u8], src: usize, pos: usize, len: usize) -> Option<()> {
-    if pos - src >= STEP {
-        let mut k = 0;
-        while k < len {
-            let step: [u8; STEP] = out.get(src + k..src + k + STEP)?.try_into().ok()?;
-            out.get_mut(pos + k..pos + k + STEP)?.copy_from_slice(&step);
-            k += STEP;
-        }
-    } else {
-        for k in 0..len {
-            *out.get_mut(pos + k)? = *out.get(src + k)?;
-        }
     }
     Some(())
 }

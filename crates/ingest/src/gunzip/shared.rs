@@ -34,6 +34,10 @@ const FULL: usize = 2 << 20;
 /// longer one fails the chunk, and the reader hands such a stream to `flate2`.
 const LIMIT: usize = 2 << 20;
 
+/// What a worker (or the reader) inflates with, reused from piece to piece: the decode
+/// tables, the symbols, and the compressed bytes read.
+pub(super) type Buffers<'a> = (&'a mut Inflater, &'a mut Symbols, &'a mut Vec<u8>);
+
 /// The 32 KB before a piece.
 pub(super) type Window = Box<[u8; WINDOW]>;
 
@@ -208,18 +212,13 @@ impl Shared {
     }
 
     /// Inflates from bit `start` (or the first block found at or after it, when `find`) to
-    /// the first boundary at or past `stop`, reading more of the file while a block runs past
-    /// what was read. The piece is inflated in `symbols` and kept in `tokens`.
-    #[allow(clippy::too_many_arguments)]
+    /// the first boundary at or past `stop`, reading more of the file into `data` while a
+    /// block runs past what was read. The piece is inflated in `symbols` and kept in `tokens`.
     pub(super) fn inflate(
         &self,
-        start: u64,
-        stop: u64,
-        find: bool,
-        inf: &mut Inflater,
-        symbols: &mut Symbols,
+        (start, stop, find): (u64, u64, bool),
+        (inf, symbols, data): Buffers,
         mut tokens: Tokens,
-        data: &mut Vec<u8>,
     ) -> Option<Piece> {
         let from = start / 8;
         let base = from * 8;
@@ -333,18 +332,14 @@ impl Shared {
 
     /// Inflates the chunks `chunks` in a row, each from where the one before ended, and gives
     /// each in as it is done; `given` follows the chunks given in.
-    fn inflate_span(
-        &self,
-        chunks: Range<usize>,
-        (inf, symbols, data): (&mut Inflater, &mut Symbols, &mut Vec<u8>),
-        given: &mut usize,
-    ) {
+    fn inflate_span(&self, chunks: Range<usize>, (inf, symbols, data): Buffers, given: &mut usize) {
         let mut i = chunks.start;
         let (mut start, mut find) = (self.chunk_start(i), i > 0);
         let mut tokens = self.state().spare_tokens.pop().unwrap_or_default();
         while i < chunks.end {
             let _busy = span(Kind::Inflate, i as u64);
-            let piece = self.inflate(start, self.chunk_end(i), find, inf, symbols, tokens, data);
+            let range = (start, self.chunk_end(i), find);
+            let piece = self.inflate(range, (inf, symbols, data), tokens);
             // The next piece starts in the chunk where this one ends, and the chunks between,
             // where no block starts, are given in empty. After a piece that is not whole, or
             // none, the next chunk is searched for a block as usual.

@@ -4,7 +4,8 @@
 //! on three workers must read alike (an assertion, so a difference is a finding): fuzz inputs
 //! are far smaller than a real window, so this is what puts the parallel reader's guessed
 //! piece bounds and window moves under the fuzzer. Last, the bytes gzipped must read as they
-//! did plain, whole and in pieces: the inflating thread's buffer exchange under the fuzzer.
+//! did plain, whole and in pieces: the inflating thread's buffer exchange, and the parallel
+//! gzip reader's pieces, under the fuzzer.
 #![no_main]
 
 mod scratch;
@@ -27,8 +28,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let (whole, pieces) = llmprof_ingest::kineto::read_whole_and_in_pieces(file.path());
     assert_eq!(whole, pieces, "the trace reads differently in pieces");
-    // The same bytes gzipped: inflated on the reader's own thread into its window buffers
-    // (`GzipWindow`), they must read as the plain file does.
+    // The same bytes gzipped must read as the plain file does: whole through `flate2`'s
+    // window buffers, in pieces through the parallel gzip reader's pieces.
     if !data.starts_with(&[0x1f, 0x8b]) {
         if let Some(gz) = gzipped(data) {
             let (gz_whole, gz_pieces) = llmprof_ingest::kineto::read_whole_and_in_pieces(gz.path());

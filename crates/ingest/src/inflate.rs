@@ -15,7 +15,7 @@ use std::io::{self, Read};
 use std::ops::Deref;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
-use crate::gunzip::{Cores, Inflating, ParallelGunzip};
+use crate::gunzip::{Cores, Inflating, ParallelGunzip, Part};
 use crate::spans::{span, Kind};
 
 /// Buffers the thread allocates: the one being filled and two the reader holds.
@@ -33,16 +33,6 @@ const RECYCLED: usize = 64;
 /// The largest buffer the thread fills, whatever window is asked for: a longer window is made
 /// of several, in a buffer of the reader's own.
 const MAX_WINDOW: usize = 64 << 20;
-
-/// One buffer the thread filled: inflated bytes at `buf[start..start + len]`.
-#[derive(Debug)]
-struct Filled {
-    buf: Vec<u8>,
-    start: usize,
-    len: usize,
-    /// The input ended with these bytes.
-    last: bool,
-}
 
 /// Why the stream could not go on.
 #[derive(Debug)]
@@ -79,7 +69,7 @@ impl Drop for Inflated {
 /// A gzip input as consecutive buffers of inflated bytes, from the inflating thread.
 #[derive(Debug)]
 pub(crate) struct GzipStream {
-    filled: Receiver<io::Result<Filled>>,
+    filled: Receiver<io::Result<Part>>,
     recycle: SyncSender<Vec<u8>>,
     inflated: u64,
     cap: u64,
@@ -144,7 +134,7 @@ fn inflate(
     inflating: Inflating,
     cap: u64,
     window: usize,
-    filled: &SyncSender<io::Result<Filled>>,
+    filled: &SyncSender<io::Result<Part>>,
     recycle: &Receiver<Vec<u8>>,
 ) {
     match inflating {
@@ -158,7 +148,7 @@ fn inflate(
 fn hand_parts(
     mut p: Box<ParallelGunzip>,
     cap: u64,
-    filled: &SyncSender<io::Result<Filled>>,
+    filled: &SyncSender<io::Result<Part>>,
     recycle: &Receiver<Vec<u8>>,
 ) {
     let mut total = 0u64;
@@ -167,14 +157,8 @@ fn hand_parts(
             p.give_back(buf);
         }
         let filling = span(Kind::Fill, 0);
-        let part = p.next_part();
+        let result = p.next_part();
         drop(filling);
-        let result = part.map(|part| Filled {
-            buf: part.buf,
-            start: part.start,
-            len: part.len,
-            last: part.last,
-        });
         if let Ok(f) = &result {
             if f.len == 0 && !f.last {
                 continue;
@@ -193,7 +177,7 @@ fn fill_windows(
     dec: Box<dyn Read + Send>,
     cap: u64,
     window: usize,
-    filled: &SyncSender<io::Result<Filled>>,
+    filled: &SyncSender<io::Result<Part>>,
     recycle: &Receiver<Vec<u8>>,
 ) {
     let mut dec = dec.take(cap.saturating_add(1));
@@ -214,7 +198,7 @@ fn fill_windows(
         let filling = span(Kind::Fill, 0);
         let result = fill(&mut dec, &mut buf);
         drop(filling);
-        let result = result.map(|len| Filled {
+        let result = result.map(|len| Part {
             last: len < window,
             buf,
             start: 0,
@@ -228,7 +212,7 @@ fn fill_windows(
 }
 
 /// Hands a buffer (or the error) to the reader when it asks; `false` when it is gone.
-fn hand(filled: &SyncSender<io::Result<Filled>>, result: io::Result<Filled>) -> bool {
+fn hand(filled: &SyncSender<io::Result<Part>>, result: io::Result<Part>) -> bool {
     let _handing = span(Kind::Hand, 0);
     filled.send(result).is_ok()
 }

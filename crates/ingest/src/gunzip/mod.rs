@@ -190,7 +190,8 @@ fn header_len(head: &[u8]) -> Option<usize> {
 }
 
 /// Inflated bytes handed out whole, `buf[start..start + len]`; `last` when the input ends
-/// with them.
+/// with them. The parallel reader's pieces, and the inflating thread's filled windows
+/// (`inflate.rs`).
 #[derive(Debug, Default)]
 pub(crate) struct Part {
     pub(crate) buf: Vec<u8>,

@@ -474,7 +474,11 @@ mod tests {
     }
 
     fn gzip(bytes: &[u8]) -> tempfile::NamedTempFile {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gzip_at(bytes, flate2::Compression::fast())
+    }
+
+    fn gzip_at(bytes: &[u8], level: flate2::Compression) -> tempfile::NamedTempFile {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), level);
         gz.write_all(bytes).unwrap();
         file(&gz.finish().unwrap())
     }
@@ -541,9 +545,8 @@ mod tests {
                 format!("{{\"name\": \"k{}\", \"ts\": {}}},\n", i % 97, i * 37).into_bytes()
             })
             .collect();
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(&text).unwrap();
-        let f = file(&gz.finish().unwrap());
+        // Level 6 makes blocks the parallel reader finds in 64-byte chunks.
+        let f = gzip_at(&text, flate2::Compression::default());
         let cores = Cores::Given {
             threads: 2,
             chunk: 64,

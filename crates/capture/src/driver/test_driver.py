@@ -15,12 +15,14 @@ it, through the cargo test that runs this file), where they fail instead.
 Run: python3 crates/capture/src/driver/test_driver.py (prints `driver: N passed, N failed`), or
 python3 -m unittest crates/capture/src/driver/test_driver.py."""
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+from types import SimpleNamespace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "driver.py")
@@ -140,6 +142,42 @@ class PlanChecks(unittest.TestCase):
         self.assertEqual(more(2.0, hi, 1, 1), 0)
         # Without torchrun the count is the rank's own.
         self.assertEqual(driver.agree_max(None, driver.Plan(plan("/tmp/x")), 7), 7)
+
+    def test_prefill_loop_counts_what_ran(self):
+        # The energy loop's count is what it ran: one cache reset and one forward a prefill,
+        # in every round, as many as the ranks agreed (here: one more than asked, each round).
+        calls = {"reset": 0, "forward": 0, "sync": 0}
+
+        class Logits:
+            def __getitem__(self, _):
+                return self
+
+            def argmax(self, **_):
+                return self
+
+        class Out:
+            logits = Logits()
+
+        def forward(**kw):
+            self.assertEqual(kw["input_ids"], "prompt")
+            calls["forward"] += 1
+            return Out()
+
+        def count(name):
+            return lambda: calls.__setitem__(name, calls[name] + 1)
+
+        marker = object()
+        runner = SimpleNamespace(
+            torch=SimpleNamespace(no_grad=contextlib.nullcontext), marker=marker,
+            decoder=SimpleNamespace(reset=count("reset"), prefill_kwargs=lambda: {}),
+            model=forward, workload=SimpleNamespace(prefill_kwargs=lambda: {"input_ids": "prompt"}),
+            logits_kw={}, sync=count("sync"))
+        loop = driver.Runner.prefill_loop(runner, 0.02, agree=lambda n: n + 1 if n else 0)
+        self.assertGreaterEqual(loop["prefills"], driver.PREFILL_LOOP_MIN)
+        self.assertEqual(calls["forward"], loop["prefills"])
+        self.assertEqual(calls["reset"], loop["prefills"])
+        self.assertGreaterEqual(calls["sync"], 2)  # one before the window, one a round
+        self.assertIs(runner.marker, marker)  # sub-stage timing is back on after the loop
 
     def test_distributed_needs_torchrun(self):
         dist = {"nproc": 2, "checkpoint": "/tmp/ckpt"}
@@ -320,14 +358,9 @@ class CpuRun(unittest.TestCase):
         self.assertGreaterEqual(w1 - w0, 0.3e9)
         self.assertTrue(near(w1 - w0, loop["wall_ns"]), loop)
         self.assertGreater(w0, second["decode_window_ns"][1])
-        # Back-to-back prefills take about as long each as the measured ones: a loop that
-        # miscounted its prefills, or ran more than a prefill each time, is off by far more
-        # than this. The loop and the measured prefills run at different moments, and a
-        # loaded machine (CI beside a fuzzer) made the loop's 17 times the fastest measured
-        # one: the bound is against the slowest, with room for that.
-        each = loop["wall_ns"] / loop["prefills"]
-        measured = max(it["prefill_ns"] for it in base["iterations"])
-        self.assertLess(each, 20 * measured + 20e6, (each, measured))
+        # That the count is what ran (one forward a prefill) is checked by counting forwards
+        # (test_prefill_loop_counts_what_ran), not by timing them: on a loaded machine the
+        # loop's prefills took 17 to 78 times the measured ones.
 
     def test_compiled_static_cache_decode(self):
         # torch.compile (Inductor on the CPU) of the decode step with a StaticCache: compiled

@@ -2,14 +2,17 @@
 # label:binary:settings, the binary .gpuc/llmprof-<binary>.xz, the settings environment
 # assignments joined by commas (or none), e.g.
 #   C="base:base: spin:new:LLMPROF_SPIN_US=300" bash gpu-jobs/gz-ab.sh
-# The 989 MB trace plain, as gzip -1 and as zlib level 9 (gz-level.sh's files): whole ingests,
+# The 989 MB trace plain, as gzip -1 and at each zlib level in Z (default 9; gzip_par.py, on
+# every core): whole ingests,
 # alternating, median of N (default 5) with each one's ratio to its own plain median; then one
-# anonymous peak of each on each `.gz`, and whether each configuration's outputs equal the first's.
+# anonymous peak of each on each file, and whether each configuration's outputs equal the first's.
 set -u
-C=${C:-"base:base: new:new:"}; N=${N:-5}
+C=${C:-"base:base: new:new:"}; N=${N:-5}; Z=${Z:-9}
 B=$(for c in $C; do echo $c | cut -d: -f2; done | sort -u | tr '\n' ' ') . gpu-jobs/ab-setup.sh >/dev/null
-python3 $R/gpu-jobs/gzip_par.py k1g.json k1g9.json.gz 9 32 >/dev/null
-for i in $(seq $N); do for F in k1g.json k1g.json.gz k1g9.json.gz; do for c in $C; do
+GZ="k1g.json.gz"
+for z in $Z; do python3 $R/gpu-jobs/gzip_par.py k1g.json k1g$z.json.gz $z 32 >/dev/null; GZ="$GZ k1g$z.json.gz"; done
+ls -la k1g*.gz
+for i in $(seq $N); do for F in k1g.json $GZ; do for c in $C; do
   IFS=: read l b e <<< "$c"
   rm -rf r; /usr/bin/time -f "$F $l %e %U" timeout 15 env $(echo $e | tr ',' ' ') /tmp/l-$b ingest --kineto $F --out r 2>&1 | tail -1
 done; done; done | tee /tmp/ab.txt
@@ -24,7 +27,7 @@ for (c,f),x in sorted(d.items()):
 P
 first=""
 for c in $C; do IFS=: read l b e <<< "$c"
-  for F in k1g.json.gz k1g9.json.gz; do rm -rf r; echo "$l $F $(env $(echo $e | tr ',' ' ') bash $R/gpu-jobs/anonpeak.sh /tmp/l-$b ingest --kineto $F --out r)"; done
-  rm -rf o-$l; timeout 15 env $(echo $e | tr ',' ' ') /tmp/l-$b ingest --kineto k1g9.json.gz --out o-$l >/dev/null 2>&1
+  for F in k1g.json $GZ; do rm -rf r; echo "$l $F $(env $(echo $e | tr ',' ' ') bash $R/gpu-jobs/anonpeak.sh /tmp/l-$b ingest --kineto $F --out r)"; done
+  rm -rf o-$l; timeout 15 env $(echo $e | tr ',' ' ') /tmp/l-$b ingest --kineto ${GZ##* } --out o-$l >/dev/null 2>&1
   if [ -z "$first" ]; then first=$l; else diff -rq o-$first o-$l >/dev/null && echo "$l: outputs equal $first's" || echo "$l: OUTPUTS DIFFER from $first's"; fi
 done

@@ -876,6 +876,13 @@ fn spans_are_written_on_request_and_change_nothing() {
         ("main", "merge"),
         ("parse-worker", "parse"),
         ("gunzip", "fill"),
+        // The phases after the reading.
+        ("main", "close-input"),
+        ("main", "gather"),
+        ("unnamed", "operators"),
+        ("main", "finish"),
+        ("main", "analyze"),
+        ("main", "write-run"),
     ] {
         assert!(kinds.contains(&want), "no {want:?} span in:\n{text}");
     }

@@ -56,7 +56,9 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
     if let Some(report) = report_path {
         name_the_report(&mut ingested.bundle, &report);
     }
+    let analyzing = spans::span(spans::Kind::Analyze, 0);
     ingested.bundle.analysis = Some(llmprof_analysis::analyze(&ingested.bundle));
+    drop(analyzing);
     let b = &ingested.bundle;
     let warnings = b
         .diagnostics
@@ -85,7 +87,9 @@ pub fn run(cfg: IngestConfig) -> Result<()> {
             "; {warnings} warning(s): records were skipped, see the Diagnostics table"
         ));
     }
+    let writing = spans::span(spans::Kind::WriteRun, 0);
     let dir = llmprof_store::write_run(&cfg.out, ingested.bundle, ingested.timeline)?;
+    drop(writing);
     drop(whole);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{summary}");

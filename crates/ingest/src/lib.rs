@@ -157,11 +157,18 @@ pub fn ingest(
     // for the table, so that the two working sets do not add up at the peak.
     let calls = run.operator_calls.take();
     let (timeline, operators) = std::thread::scope(|s| {
-        let handle = calls.map(|c| s.spawn(|| c.operators()));
+        let handle = calls.map(|c| {
+            s.spawn(|| {
+                let _building = spans::span(spans::Kind::Operators, 0);
+                c.operators()
+            })
+        });
         let mut operators = None;
+        let finishing = spans::span(spans::Kind::Finish, 0);
         let timeline = run.finish_timing(|| {
             operators = handle.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         });
+        drop(finishing);
         (timeline, operators)
     });
     let timeline = timeline?;

@@ -1,8 +1,10 @@
 //! Where the reading's threads spend their time, for profiling llmprof itself: with
 //! `LLMPROF_SPANS=FILE` in the environment, each thread records spans (waiting for a segment,
-//! merging a piece, rebuilding an inflated piece, ...) and [`write`] saves them to `FILE`, one
-//! per line: `thread-name kind start-ns end-ns arg`, times from the first span. `gpu-jobs/spans.py` sums
-//! them by thread and kind, and over time. Unset, a span costs one load of a flag.
+//! merging a piece, rebuilding an inflated piece, ...), the calling thread also the phases after
+//! the reading (the converter's finish, writing the run, ...), and [`write`] saves them to
+//! `FILE`, one per line: `thread-name kind start-ns end-ns arg`, times from the first span.
+//! `gpu-jobs/spans.py` sums them by thread and kind, and over time. Unset, a span costs one
+//! load of a flag.
 //!
 //! Spans are recorded per piece, chunk or window, never per event, so a 1 GB trace makes
 //! about 30,000 of them; past [`MAX_SPANS`] the rest are counted and dropped.
@@ -35,6 +37,8 @@ pub enum Kind {
     Seam,
     /// The converter's thread applies a piece's launches and GPU ops.
     Convert,
+    /// The calling thread waits for room in the converter's queue.
+    WaitConverter,
     /// A parse worker waits for a piece to parse.
     WaitJob,
     /// A parse worker waits for the merge to come within reach of its piece.
@@ -57,6 +61,18 @@ pub enum Kind {
     Inflate,
     /// A `gunzip` worker rebuilds an accepted piece's bytes.
     Rebuild,
+    /// The calling thread closes the input once the trace is read (its workers stop).
+    CloseInput,
+    /// The calling thread gathers what the trace's reading left (header, annotations).
+    Gather,
+    /// The operator table is built from the trace's operator calls.
+    Operators,
+    /// The converter's finish: stages, kernels, totals and the timeline's columns.
+    Finish,
+    /// The bundle is analyzed (the diagnosis).
+    Analyze,
+    /// The run is written to the runs directory.
+    WriteRun,
 }
 
 impl Kind {
@@ -69,6 +85,7 @@ impl Kind {
             Kind::Merge => "merge",
             Kind::Seam => "seam",
             Kind::Convert => "convert",
+            Kind::WaitConverter => "wait-converter",
             Kind::WaitJob => "wait-job",
             Kind::WaitGate => "wait-gate",
             Kind::Parse => "parse",
@@ -80,6 +97,12 @@ impl Kind {
             Kind::Idle => "idle",
             Kind::Inflate => "inflate",
             Kind::Rebuild => "rebuild",
+            Kind::CloseInput => "close-input",
+            Kind::Gather => "gather",
+            Kind::Operators => "operators",
+            Kind::Finish => "finish",
+            Kind::Analyze => "analyze",
+            Kind::WriteRun => "write-run",
         }
     }
 }
@@ -130,7 +153,7 @@ fn thread_number(rec: &Recorder) -> u32 {
             let mut threads = rec.threads.lock().unwrap_or_else(|e| e.into_inner());
             let name = std::thread::current()
                 .name()
-                .unwrap_or("main")
+                .unwrap_or("unnamed")
                 .replace(' ', "-");
             threads.push(name);
             u32::try_from(threads.len() - 1).unwrap_or(u32::MAX)
@@ -251,6 +274,7 @@ mod tests {
             Kind::Merge,
             Kind::Seam,
             Kind::Convert,
+            Kind::WaitConverter,
             Kind::WaitJob,
             Kind::WaitGate,
             Kind::Parse,
@@ -262,6 +286,12 @@ mod tests {
             Kind::Idle,
             Kind::Inflate,
             Kind::Rebuild,
+            Kind::CloseInput,
+            Kind::Gather,
+            Kind::Operators,
+            Kind::Finish,
+            Kind::Analyze,
+            Kind::WriteRun,
         ];
         let names: std::collections::HashSet<&str> = kinds.iter().map(|k| k.name()).collect();
         assert_eq!(names.len(), kinds.len());

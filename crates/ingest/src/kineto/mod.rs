@@ -128,7 +128,10 @@ fn read_chunked(
     let (doc, sink, conv) = read_events(&mut win, chunking, conv, diags, progress);
     let doc = doc.map_err(|e| chunk_error(path, e))?;
     drop(reading);
+    let closing = crate::spans::span(crate::spans::Kind::CloseInput, 0);
     drop(win);
+    drop(closing);
+    let _gathering = crate::spans::span(crate::spans::Kind::Gather, 0);
     let header = header_of(path, &doc)?;
     let Sink {
         diags,
@@ -1568,7 +1571,13 @@ impl<'c, 'd> Sink<'c, 'd> {
         match &mut self.conv {
             ToConverter::Here(conv) => batch().apply(conv),
             // A converter thread that is gone panicked: the scope's end reports it.
-            ToConverter::Thread(tx) => drop(tx.send(batch())),
+            ToConverter::Thread(tx) => {
+                // A full queue: the converter is behind, and the calling thread waits for it.
+                if let Err(mpsc::TrySendError::Full(batch)) = tx.try_send(batch()) {
+                    let _waiting = crate::spans::span(crate::spans::Kind::WaitConverter, 0);
+                    drop(tx.send(batch));
+                }
+            }
             ToConverter::None => {}
         }
         if b.ops.len() > 0 {

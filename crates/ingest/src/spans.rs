@@ -65,9 +65,11 @@ pub enum Kind {
     CloseInput,
     /// The calling thread gathers what the trace's reading left (header, annotations).
     Gather,
-    /// The operator table is built from the trace's operator calls.
+    /// The operator table is built from the trace's operator calls (on a thread beside the
+    /// finish, unnamed).
     Operators,
-    /// The converter's finish: stages, kernels, totals and the timeline's columns.
+    /// The converter's finish: stages, kernels, totals and the timeline's columns, with its
+    /// wait for the operator table before the columns.
     Finish,
     /// The bundle is analyzed (the diagnosis).
     Analyze,

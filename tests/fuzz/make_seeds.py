@@ -5,6 +5,7 @@ small valid inputs cut from them, each under 16 kB so libFuzzer mutates them qui
 * corpus/kineto: the H200 trace's header with slices of its events (kernels, runtime calls,
   annotations, flows), and the HTA NCCL traces' header (distributedInfo) with NCCL kernels
   carrying their collective args;
+* corpus/kineto_event: single events of the fixture traces, one of each shape;
 * corpus/ncu: each Nsight Compute CSV format of the fixtures, header plus the first rows;
 * corpus/model_config: every model config.json of the sample runs;
 * corpus/target_toml: the shipped capture targets (configs/*.toml), plain and with `#set`
@@ -130,5 +131,25 @@ for k, at in enumerate(range(0, len(text), len(text) // 6)):
     whole = gzip.compress(part, level) + (gzip.compress(part[:500]) if k % 2 else b"")
     put("gunzip", bytes([4 * k, 0]) + whole)
 
-for kind in ("kineto", "ncu", "model_config", "target_toml", "viewer", "gunzip"):
+# corpus/kineto_event: single events as the traces write them (their own spacing), the first
+# of each shape (ph, cat, the args' keys) in each fixture trace.
+for trace in ["h200-qwen2-0.5b", "h100-cuda-graphs", "hta-multirank/nccl_rank0_of_2.json.gz"]:
+    path = trace if trace.endswith(".gz") else f"{trace}/kineto_trace.json.gz"
+    text = gzip.open(f"{FIX}/{path}").read().decode()
+    pos = text.index("[", text.index('"traceEvents"')) + 1
+    shapes = set()
+    decoder = json.JSONDecoder()
+    while True:
+        while text[pos] in " \t\r\n,":
+            pos += 1
+        if text[pos] == "]":
+            break
+        event, end = decoder.raw_decode(text, pos)
+        shape = (event.get("ph"), event.get("cat"), tuple(sorted(event.get("args") or {})))
+        if shape not in shapes:
+            shapes.add(shape)
+            put("kineto_event", text[pos:end].encode())
+        pos = end
+
+for kind in ("kineto", "kineto_event", "ncu", "model_config", "target_toml", "viewer", "gunzip"):
     print(kind, len(os.listdir(f"corpus/{kind}")) if os.path.isdir(f"corpus/{kind}") else 0)

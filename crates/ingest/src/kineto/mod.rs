@@ -34,6 +34,7 @@ use crate::nsys::cuda_version;
 use crate::records::{CommArgs, GpuOp, GpuOpRecord, GraphRef, LaunchRecord, RangeRecord};
 use crate::SourceFacts;
 
+mod fast;
 mod operators;
 
 use operators::{CallLog, DeviceTimes, Pairs, PieceCalls};
@@ -251,6 +252,14 @@ fn header_of(path: &Path, doc: &chunked::Document) -> Result<Header, IngestError
         ));
     }
     Ok(header)
+}
+
+/// For the fuzzer: the event at the start of `bytes` read by the fast path ([`fast`]) and by
+/// serde: whether the fast path read it (`false` where it left it to serde), or the
+/// difference where the two readings disagree.
+#[doc(hidden)]
+pub fn fast_path_agrees(bytes: &[u8]) -> Result<bool, String> {
+    fast::agrees(bytes).map(|read| read.is_some())
 }
 
 /// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte
@@ -491,6 +500,13 @@ impl ElementParser for EventParser {
         bytes: &'a [u8],
         slot: &mut RawEvent<'a>,
     ) -> Result<(bool, usize), serde_json::Error> {
+        #[cfg(fuzzing)]
+        if let Err(e) = fast::agrees(bytes) {
+            panic!("the fast path reads an event differently: {e}");
+        }
+        if let Some(read) = fast::event(bytes, slot) {
+            return Ok(read);
+        }
         let ((), n) = chunked::parse_seed(bytes, EventSlot(slot))?;
         Ok((slot.ph.as_deref() == Some("X"), n))
     }
@@ -505,7 +521,7 @@ impl ElementParser for EventParser {
 /// The fields llmprof reads of one trace event. Deserialized by hand with byte keys, and an
 /// event that is not a complete event (`ph` other than `X`, e.g. the 145k flow events of the
 /// H200 trace) is skipped as soon as its `ph` is seen.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 struct RawEvent<'a> {
     ph: Option<Text<'a>>,
     cat: Option<Text<'a>>,
@@ -583,7 +599,7 @@ impl<'de> Deserialize<'de> for Micros {
 /// The `args` llmprof reads. Deserialized by hand with byte keys: a trace has millions of
 /// `args` keys (`Input Dims`, `Concrete Inputs`, ...) that are skipped, and comparing raw
 /// bytes spares a UTF-8 check per key.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 struct RawArgs {
     /// `Input Dims`, read only for the operators whose shapes tell the token counts
     /// (see [`ShapeProbe`]); skipped for every other event.
@@ -856,6 +872,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Id<'a> {
 ///
 /// serde's own `Cow<str>` inside an `Option` always allocates; this borrows, which matters
 /// for half a million event names.
+#[derive(Debug, PartialEq)]
 struct Text<'a>(Cow<'a, str>);
 
 impl std::ops::Deref for Text<'_> {
@@ -961,7 +978,7 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 }
 
 /// `[x, y, z]` launch dimensions; anything else is `None`.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 struct Dims(Option<[u32; 3]>);
 
 impl<'de> Deserialize<'de> for Dims {

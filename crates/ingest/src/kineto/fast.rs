@@ -663,4 +663,40 @@ mod tests {
             assert_eq!(find_quote_or_escape(&s, true), 0);
         }
     }
+
+    /// The two readings' rates, one thread, on the trace `TRACE` names (plain JSON): the best
+    /// of five passes over all its events each way. A benchmark, not a test:
+    /// `TRACE=k180.json cargo test --release -p llmprof-ingest event_parse_rate -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn event_parse_rate() {
+        let trace = std::fs::read(std::env::var("TRACE").unwrap()).unwrap();
+        let all = elements(&trace);
+        let size: usize = all
+            .iter()
+            .map(|e| event(e, &mut RawEvent::default()).unwrap().1)
+            .sum();
+        let best = |read: &dyn Fn(&[u8]) -> usize| {
+            let times = (0..5).map(|_| {
+                let t = std::time::Instant::now();
+                let n: usize = all.iter().map(|e| read(e)).sum();
+                assert_eq!(n, size);
+                t.elapsed().as_secs_f64()
+            });
+            times.fold(f64::MAX, f64::min)
+        };
+        let fast = best(&|e| event(e, &mut RawEvent::default()).map_or(0, |r| r.1));
+        let serde =
+            best(&|e| parse_seed(e, EventSlot(&mut RawEvent::default())).map_or(0, |r| r.1));
+        for (name, secs) in [("fast path", fast), ("serde", serde)] {
+            let ns = secs * 1e9 / all.len() as f64;
+            let rate = size as f64 / secs / 1e6;
+            println!("{name}: {secs:.3} s, {ns:.0} ns an event, {rate:.0} MB/s");
+        }
+        println!(
+            "{} events, {size} bytes; serde / fast path {:.2}",
+            all.len(),
+            serde / fast
+        );
+    }
 }

@@ -67,17 +67,20 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
             self.i += 1;
         }
     }
 
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
 
     /// Takes `want` after whitespace.
+    #[inline(always)]
     fn byte(&mut self, want: u8) -> Option<()> {
         self.ws();
         (self.peek()? == want).then(|| self.i += 1)
@@ -123,6 +126,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A key's bytes up to its closing quote, after its opening one; gives up on an escape.
+    #[inline(always)]
     fn raw_key(&mut self) -> Option<&'a [u8]> {
         let start = self.i;
         let end = start + find_quote_or_escape(&self.b[start..], false);
@@ -132,6 +136,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string value without escapes or control characters, UTF-8, after its opening quote.
+    #[inline(always)]
     fn plain_str(&mut self) -> Option<&'a str> {
         let start = self.i;
         let end = start + find_quote_or_escape(&self.b[start..], true);
@@ -142,6 +147,7 @@ impl<'a> Cursor<'a> {
 
     /// A string skipped as serde skips it: escapes checked, control characters refused,
     /// bytes past ASCII not checked. After its opening quote.
+    #[inline(always)]
     fn skip_str(&mut self) -> Option<()> {
         loop {
             self.i += find_quote_or_escape(&self.b[self.i..], true);
@@ -168,6 +174,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A JSON number's text, its grammar checked.
+    #[inline(always)]
     fn number(&mut self) -> Option<&'a [u8]> {
         let start = self.i;
         if self.peek() == Some(b'-') {
@@ -194,12 +201,14 @@ impl<'a> Cursor<'a> {
         Some(&self.b[start..self.i])
     }
 
+    #[inline(always)]
     fn digits(&mut self) {
         while self.peek().is_some_and(|b| b.is_ascii_digit()) {
             self.i += 1;
         }
     }
 
+    #[inline(always)]
     fn some_digits(&mut self) -> Option<()> {
         let from = self.i;
         self.digits();
@@ -208,6 +217,7 @@ impl<'a> Cursor<'a> {
 
     /// An integer written without fraction or exponent, of at most 18 digits, not `-0`:
     /// what serde gives as the same `i64` whichever way it is asked for.
+    #[inline(always)]
     fn int(&mut self) -> Option<i64> {
         let text = self.number()?;
         let (neg, digits) = match text {
@@ -223,6 +233,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Takes `word` (`true`, `false`, `null`) after whitespace.
+    #[inline(always)]
     fn literal(&mut self, word: &[u8]) -> Option<()> {
         self.ws();
         (self.b.get(self.i..self.i + word.len())? == word).then(|| self.i += word.len())
@@ -440,6 +451,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A key inside a skipped object, and its `:`.
+    #[inline(always)]
     fn skipped_key(&mut self) -> Option<()> {
         self.byte(b'"')?;
         self.skip_str()?;
@@ -449,6 +461,7 @@ impl<'a> Cursor<'a> {
 
 /// The index in `s` of its first `"` or `\` (or, when `control`, byte under 0x20); `s.len()`
 /// when there is none. Eight bytes at a time, as serde_json's own scan.
+#[inline(always)]
 fn find_quote_or_escape(s: &[u8], control: bool) -> usize {
     const ONES: u64 = u64::MAX / 255;
     const HIGH: u64 = ONES << 7;
@@ -664,7 +677,7 @@ mod tests {
         }
     }
 
-    /// The two readings' rates, one thread, on the trace `TRACE` names (plain JSON): the best
+    /// The two readings' rates (and the scanner's floor, each event skipped), one thread, on the trace `TRACE` names (plain JSON): the best
     /// of five passes over all its events each way. A benchmark, not a test:
     /// `TRACE=k180.json cargo test --release -p llmprof-ingest event_parse_rate -- --ignored --nocapture`
     #[test]
@@ -686,6 +699,12 @@ mod tests {
             times.fold(f64::MAX, f64::min)
         };
         let fast = best(&|e| event(e, &mut RawEvent::default()).map_or(0, |r| r.1));
+        // The floor of this scanner: each event skipped whole, every value checked, none read.
+        let skip = best(&|e| {
+            let mut c = Cursor { b: e, i: 0 };
+            c.skip_value().map_or(0, |()| c.i)
+        });
+        println!("events skipped whole: {skip:.3} s");
         let serde =
             best(&|e| parse_seed(e, EventSlot(&mut RawEvent::default())).map_or(0, |r| r.1));
         for (name, secs) in [("fast path", fast), ("serde", serde)] {

@@ -486,8 +486,9 @@ impl Header {
     }
 }
 
-/// Parses trace events, keeping complete (`X`) events only, and digests them into a
-/// [`Batch`]; launches and GPU ops are kept for the converter when `convert` is set.
+/// Parses trace events (by [`fast::event`], else serde's [`EventSlot`]), keeping complete (`X`)
+/// events only, and digests them into a [`Batch`]; launches and GPU ops are kept for the
+/// converter when `convert` is set.
 struct EventParser {
     convert: bool,
 }
@@ -518,8 +519,9 @@ impl ElementParser for EventParser {
 // ---------------------------------------------------------------------------------------------
 // Events
 
-/// The fields llmprof reads of one trace event. Deserialized by hand with byte keys, and an
-/// event that is not a complete event (`ph` other than `X`, e.g. the 145k flow events of the
+/// The fields llmprof reads of one trace event: read by the byte scanner of [`fast`], or where
+/// it gives up, deserialized by hand with byte keys ([`EventSlot`]). An event that is not a
+/// complete event (`ph` other than `X`, e.g. the 145k flow events of the
 /// H200 trace) is skipped as soon as its `ph` is seen.
 #[derive(Debug, Default, PartialEq)]
 struct RawEvent<'a> {

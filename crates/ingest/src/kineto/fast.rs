@@ -548,7 +548,7 @@ mod tests {
     }
 
     /// Every event of every trace among the fixtures reads alike both ways, and the fast path
-    /// reads nearly all of them: a fast path that gave up on real events would only cost time,
+    /// reads every one of them: a fast path that gave up on real events would only cost time,
     /// so this is what would notice.
     #[test]
     fn the_fixtures_events_read_as_serde_reads_them() {

@@ -10,8 +10,9 @@
 //!
 //! **Invariant:** where [`event`] returns `Some`, serde's reading (`EventSlot`) succeeds on the
 //! same bytes, takes as many of them and fills the event alike. It is held to that on every
-//! element of the fixtures' traces, on a list of hard cases, and under the fuzzer, which
-//! asserts it on every element the ingest reads (`cfg(fuzzing)` in [`super::EventParser`]).
+//! element of the fixtures' traces and on a list of hard cases (the tests below), by the
+//! `kineto_event` fuzz target ([`agrees`] on one event), and by the `kineto` target on every
+//! element its ingests read (`cfg(fuzzing)` in [`super::EventParser`]).
 
 use std::borrow::Cow;
 

@@ -260,52 +260,80 @@ impl Inflater {
     }
 
     fn block_symbols(&self, bits: &mut Bits, out: &mut Symbols, limit: usize) -> Result<(), Bad> {
-        // Written by index into room made ahead, as copies may run past their end.
-        let (mut pos, mut ops, mut literal) = (out.len, out.op, out.literal);
-        // Literals not yet counted by an op.
-        let mut run = literal - out.counted;
+        // Literals not yet counted by an op: a stored block's, before this block.
+        let mut run = out.literal - out.counted;
+        while run >= MAX_RUN {
+            put(&mut out.ops, out.op, op(MAX_RUN, 0, 0));
+            (out.op, run) = (out.op + 1, run - MAX_RUN);
+        }
         loop {
-            if pos + ROOM > out.buf.len() {
-                if out.slid + pos > limit {
-                    return Err(Bad::TooLarge);
-                }
-                (out.len, out.op, out.literal) = (pos, ops, literal);
-                out.room(ROOM);
-                pos = out.len;
+            // Room for the longest copy, one op and one literal, made ahead so that the loop
+            // below writes by index, its bounds in registers.
+            out.room(ROOM);
+            grow(&mut out.ops, out.op + 1);
+            grow(&mut out.literals, out.literal + 1);
+            if out.slid + out.len > limit {
+                return Err(Bad::TooLarge);
             }
-            // 56 bits cover the longest length with its distance: 15 + 5 + 15 + 13.
-            if !bits.refill() {
-                return Err(Bad::Truncated);
-            }
-            let e = self.litlen.decode(bits).ok_or(Bad::Code)?;
-            match huffman::kind(e) {
-                huffman::LITERAL => {
-                    out.buf[pos] = huffman::value(e) as u16;
-                    put(&mut out.literals, literal, huffman::value(e) as u8);
-                    literal += 1;
-                    run += 1;
-                    pos += 1;
+            let (buf, ops, literals) = (&mut out.buf[..], &mut out.ops[..], &mut out.literals[..]);
+            let (mut pos, mut op_at, mut literal) = (out.len, out.op, out.literal);
+            let end = loop {
+                if pos + ROOM > buf.len() || op_at >= ops.len() || literal >= literals.len() {
+                    break false;
                 }
-                huffman::BASE => {
-                    let len = huffman::value(e) + bits.take_buffered(huffman::extra(e));
-                    let d = self.dist.decode(bits).ok_or(Bad::Code)?;
-                    let dist = huffman::value(d) + bits.take_buffered(huffman::extra(d));
-                    copy(&mut out.buf, pos, dist as usize, len as usize)?;
-                    while run > MAX_RUN {
-                        put(&mut out.ops, ops, op(MAX_RUN, 0, 0));
-                        (ops, run) = (ops + 1, run - MAX_RUN);
+                // 56 bits cover the longest length with its distance: 15 + 5 + 15 + 13.
+                if !bits.refill() {
+                    return Err(Bad::Truncated);
+                }
+                let mut e = self.litlen.entry(bits);
+                if huffman::kind(e) > huffman::BASE {
+                    e = self.litlen.resolve(bits, e).ok_or(Bad::Code)?;
+                }
+                match huffman::kind(e) {
+                    huffman::LITERAL => {
+                        let byte = huffman::take(bits, e);
+                        buf[pos] = byte as u16;
+                        literals[literal] = byte as u8;
+                        literal += 1;
+                        pos += 1;
+                        run += 1;
+                        if run == MAX_RUN {
+                            ops[op_at] = op(MAX_RUN, 0, 0);
+                            (op_at, run) = (op_at + 1, 0);
+                        }
                     }
-                    put(&mut out.ops, ops, op(run, dist, len));
-                    (ops, run) = (ops + 1, 0);
-                    pos += len as usize;
+                    huffman::BASE => {
+                        let len = huffman::take(bits, e);
+                        let mut d = self.dist.entry(bits);
+                        if huffman::kind(d) > huffman::BASE {
+                            d = self.dist.resolve(bits, d).ok_or(Bad::Code)?;
+                        }
+                        let dist = huffman::take(bits, d);
+                        copy(buf, pos, dist as usize, len as usize)?;
+                        ops[op_at] = op(run, dist, len);
+                        (op_at, run) = (op_at + 1, 0);
+                        pos += len as usize;
+                    }
+                    _ => {
+                        huffman::take(bits, e);
+                        break true;
+                    }
                 }
-                _ => {
-                    (out.len, out.op, out.literal) = (pos, ops, literal);
-                    out.counted = literal - run;
-                    return Ok(());
-                }
+            };
+            (out.len, out.op, out.literal) = (pos, op_at, literal);
+            if end {
+                out.counted = literal - run;
+                return Ok(());
             }
         }
+    }
+}
+
+/// Makes `to` at least `n` long, in steps (zeroed once, as the buffer is reused).
+#[inline(always)]
+fn grow<T: Copy + Default>(to: &mut Vec<T>, n: usize) {
+    if to.len() < n {
+        to.resize(n + n.max(1 << 12), T::default());
     }
 }
 
@@ -328,11 +356,15 @@ fn grow_and_put<T: Copy + Default>(to: &mut Vec<T>, at: usize, v: T) {
 /// The most a copy moves at a time, where its source lies that far back or farther.
 pub(super) const STEP: usize = 16;
 
+/// What a copy may write past its end, at most: a short copy writes two steps whatever its
+/// length (most are 32 symbols or shorter), a longer one up to a step past its end.
+pub(super) const SPILL: usize = 2 * STEP;
+
 /// Room kept past the output's end: the longest copy, and what a copy may write past it.
 const ROOM: usize = 258 + STEP;
 
 /// Writes `len` symbols from `dist` back at `pos`; the copy may overlap what it writes, and may
-/// write up to [`STEP`] symbols past its end.
+/// write up to [`SPILL`] symbols past its end.
 #[inline(always)]
 fn copy(out: &mut [u16], pos: usize, dist: usize, len: usize) -> Result<(), Bad> {
     let src = pos.checked_sub(dist).ok_or(Bad::Distance)?;
@@ -340,13 +372,20 @@ fn copy(out: &mut [u16], pos: usize, dist: usize, len: usize) -> Result<(), Bad>
 }
 
 /// Copies `len` items from `src` to `pos` (after it), as deflate's back-references overlap:
-/// [`STEP`] at a time where the source lies that far back or farther, 8 at a time where it
-/// lies 8 back, else one at a time (a short period repeated). May write up to a step past
-/// the end; `None` where that is past `out`'s end.
+/// [`STEP`] at a time where the source lies that far back or farther (two steps at least, as
+/// a branch costs more than a step), 8 at a time where it lies 8 back, else one at a time (a
+/// short period repeated). May write up to [`SPILL`] past the end; `None` where that is past
+/// `out`'s end.
 #[inline(always)]
 pub(super) fn copy_back<T: Copy>(out: &mut [T], src: usize, pos: usize, len: usize) -> Option<()> {
     match pos.checked_sub(src)? {
-        STEP.. => copy_steps::<T, STEP>(out, src, pos, len),
+        STEP.. => {
+            copy_steps::<T, STEP>(out, src, pos, SPILL)?;
+            if len > SPILL {
+                copy_steps::<T, STEP>(out, src + SPILL, pos + SPILL, len - SPILL)?;
+            }
+            Some(())
+        }
         8.. => copy_steps::<T, 8>(out, src, pos, len),
         _ => {
             for k in 0..len {

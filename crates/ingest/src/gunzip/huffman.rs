@@ -2,8 +2,8 @@
 //!
 //! A table is looked up with the next `primary` bits of the stream. Codes longer than that go
 //! through a second-level table of `longest - primary` bits under their first `primary` bits.
-//! An entry packs what a decoder needs: the symbol's value, its kind, its extra bits and the
-//! code length to consume.
+//! An entry packs what a decoder needs: the symbol's value, its kind, its extra bits, its code
+//! length, and the bits to consume for both (so a length or distance is read with one shift).
 
 use super::bits::Bits;
 
@@ -11,31 +11,44 @@ use super::bits::Bits;
 pub(super) const LITERAL: u32 = 0;
 /// Length or distance: a base in `value`, plus `extra` bits.
 pub(super) const BASE: u32 = 1;
+/// The kinds from here on are rare, and [`Table::resolve`] deals with them.
 pub(super) const END_OF_BLOCK: u32 = 2;
 /// Second-level table at `value`, indexed by `extra` more bits.
 const SUBTABLE: u32 = 3;
 /// No code here (an incomplete code), or a symbol deflate reserves (286, 287; 30, 31).
 const INVALID: u32 = 4;
 
+/// An entry without its code length: `value << 16 | kind << 13 | extra << 4`. Bits 0–3 hold
+/// the code length and bits 8–12 the code length plus `extra` ([`with_len`]).
 const fn entry(value: u32, kind: u32, extra: u32) -> u32 {
-    value << 16 | kind << 12 | extra << 8
+    value << 16 | kind << 13 | extra << 4 | extra << 8
+}
+
+/// `e` with a code of `len` bits.
+const fn with_len(e: u32, len: u32) -> u32 {
+    e + (len | len << 8)
 }
 
 #[inline(always)]
 pub(super) fn kind(e: u32) -> u32 {
-    e >> 12 & 0xf
+    e >> 13 & 7
 }
 #[inline(always)]
 pub(super) fn value(e: u32) -> u32 {
     e >> 16
 }
 #[inline(always)]
-pub(super) fn extra(e: u32) -> u32 {
-    e >> 8 & 0xf
+fn extra(e: u32) -> u32 {
+    e >> 4 & 0xf
 }
 #[inline(always)]
 fn code_len(e: u32) -> u32 {
-    e & 0xff
+    e & 0xf
+}
+/// The code's bits and its extra bits.
+#[inline(always)]
+fn total_len(e: u32) -> u32 {
+    e >> 8 & 0x1f
 }
 
 const LENGTH_BASE: [u16; 29] = [
@@ -151,43 +164,63 @@ impl Table {
             let e = alphabet.symbol(s);
             if l <= primary {
                 for k in (rev as usize..1 << primary).step_by(1 << l) {
-                    self.entries[k] = e | l;
+                    self.entries[k] = with_len(e, l);
                 }
             } else {
                 let slot = (rev & ((1 << primary) - 1)) as usize;
                 if kind(self.entries[slot]) != SUBTABLE {
                     let base = self.entries.len() as u32;
-                    self.entries[slot] = entry(base, SUBTABLE, sub_bits) | primary;
+                    self.entries[slot] = with_len(entry(base, SUBTABLE, sub_bits), primary);
                     self.entries
                         .resize(self.entries.len() + (1 << sub_bits), entry(0, INVALID, 0));
                 }
                 let base = value(self.entries[slot]) as usize;
                 let step = 1 << (l - primary);
                 for k in ((rev >> primary) as usize..1 << sub_bits).step_by(step) {
-                    self.entries[base + k] = e | (l - primary);
+                    self.entries[base + k] = with_len(e, l - primary);
                 }
             }
         }
         Ok(())
     }
 
-    /// Decodes one symbol from the buffer, which must hold at least 15 valid bits; `None` for
-    /// a code the table does not have.
+    /// Decodes one symbol of no extra bits from the buffer, which must hold at least 15 valid
+    /// bits; `None` for a code the table does not have.
     #[inline(always)]
     pub(super) fn decode(&self, bits: &mut Bits) -> Option<u32> {
+        let e = self.resolve(bits, self.entry(bits))?;
+        bits.consume(code_len(e));
+        Some(e)
+    }
+
+    /// The entry the buffer's next bits look up in the first-level table, which [`take`]
+    /// reads where its kind is a literal or a base, and [`Table::resolve`] otherwise.
+    #[inline(always)]
+    pub(super) fn entry(&self, bits: &Bits) -> u32 {
         let mask = (1u64 << self.primary) - 1;
-        let mut e = self.entries[(bits.peek() & mask) as usize];
+        self.entries[(bits.peek() & mask) as usize]
+    }
+
+    /// The entry of a code longer than the first level's (consuming the first level's bits),
+    /// `None` for a code the table does not have; any other entry as it is.
+    #[inline(always)]
+    pub(super) fn resolve(&self, bits: &mut Bits, mut e: u32) -> Option<u32> {
         if kind(e) == SUBTABLE {
             bits.consume(self.primary);
             let sub = (bits.peek() & ((1u64 << extra(e)) - 1)) as usize;
             e = *self.entries.get(value(e) as usize + sub)?;
         }
-        if kind(e) == INVALID {
-            return None;
-        }
-        bits.consume(code_len(e));
-        Some(e)
+        (kind(e) != INVALID).then_some(e)
     }
+}
+
+/// Consumes entry `e`'s code and extra bits, and gives its value plus the extra bits: a
+/// literal's byte, a length or a distance.
+#[inline(always)]
+pub(super) fn take(bits: &mut Bits, e: u32) -> u32 {
+    let saved = bits.peek();
+    bits.consume(total_len(e));
+    value(e) + ((saved >> code_len(e)) as u32 & !(u32::MAX << extra(e)))
 }
 
 /// The fixed literal/length and distance code lengths of block type 1.

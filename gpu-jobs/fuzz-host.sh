@@ -1,6 +1,7 @@
 # Issue 15: the kineto (differential) and nsys fuzz targets on the GPU host's cores.
 # usage: fuzz-host.sh SECONDS_KINETO SECONDS_NSYS  (binaries: .gpuc/fz-{kineto,nsys}.xz, stripped)
-# or TARGETS="gunzip:300" fuzz-host.sh: any targets, each with its seconds.
+# or TARGETS="gunzip:300" fuzz-host.sh: any targets, each with its seconds. Seeds: the committed
+# corpus, and .gpuc/corp-<t>/ where it exists (a corpus carried from this machine).
 set -u
 R=$PWD; J=$(nproc)
 TARGETS=${TARGETS:-"kineto:${1:-180} nsys:${2:-120}"}
@@ -8,7 +9,8 @@ for tt in $TARGETS; do t=${tt%%:*}; xz -dc .gpuc/fz-$t.xz > /tmp/fz-$t && chmod 
 run() {
   t=$1; secs=$2; dict=""; [ -f $R/tests/fuzz/$t.dict ] && dict="-dict=$R/tests/fuzz/$t.dict"
   rm -rf /tmp/c-$t /tmp/a-$t; mkdir -p /tmp/c-$t /tmp/a-$t; cd /tmp/a-$t
-  /tmp/fz-$t /tmp/c-$t $R/tests/fuzz/corpus/$t $dict -jobs=$J -workers=$J -rss_limit_mb=2048 \
+  extra=""; [ -d $R/.gpuc/corp-$t ] && extra=$R/.gpuc/corp-$t
+  /tmp/fz-$t /tmp/c-$t $R/tests/fuzz/corpus/$t $extra $dict -jobs=$J -workers=$J -rss_limit_mb=2048 \
     -timeout=10 -max_len=65536 -max_total_time=$secs -print_final_stats=1 > /tmp/fz-$t.log 2>&1
   execs=$(grep -h "stat::number_of_executed_units" fuzz-*.log | awk '{s+=$2} END{print s+0}')
   cov=$(grep -ho "cov: [0-9]*" fuzz-*.log | awk '{print $2}' | sort -n | tail -1)

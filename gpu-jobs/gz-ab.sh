@@ -4,7 +4,8 @@
 #   C="base:base: spin:new:LLMPROF_SPIN_US=300" bash gpu-jobs/gz-ab.sh
 # The 989 MB trace plain, as gzip -1 and at each zlib level in Z (default 9; gzip_par.py, on
 # every core): whole ingests,
-# alternating, median of N (default 5) with each one's ratio to its own plain median; then one
+# alternating, median of N (default 5) with each one's ratio to its own plain median, and the
+# median of the ratios paired by round (less moved by the drift of a noisy host); then one
 # anonymous peak of each on each file, and whether each configuration's outputs equal the first's.
 set -u
 C=${C:-"base:base: new:new:"}; N=${N:-5}; Z=${Z:-9}
@@ -23,7 +24,9 @@ for l in open('/tmp/ab.txt'):
     f,c,e,u=l.split(); d[(c,f)].append((float(e),float(u)))
 for (c,f),x in sorted(d.items()):
     m=statistics.median(y[0] for y in x); p=statistics.median(y[0] for y in d[(c,'k1g.json')])
-    print(f"{c:10} {f:14} median {m:.2f} s user {statistics.median(y[1] for y in x):.2f} ratio {p/m:.3f} {[y[0] for y in x]}")
+    # Each run over the plain run of the same configuration and round, a minute apart at most.
+    paired=statistics.median(a[0]/b[0] for a,b in zip(d[(c,'k1g.json')],x))
+    print(f"{c:10} {f:14} median {m:.2f} s user {statistics.median(y[1] for y in x):.2f} ratio {p/m:.3f} paired {paired:.3f} {[y[0] for y in x]}")
 P
 first=""
 for c in $C; do IFS=: read l b e <<< "$c"

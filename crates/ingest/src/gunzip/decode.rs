@@ -285,10 +285,7 @@ impl Inflater {
                 if !bits.refill() {
                     return Err(Bad::Truncated);
                 }
-                let mut e = self.litlen.entry(bits);
-                if huffman::kind(e) > huffman::BASE {
-                    e = self.litlen.resolve(bits, e).ok_or(Bad::Code)?;
-                }
+                let e = self.litlen.lookup(bits).ok_or(Bad::Code)?;
                 match huffman::kind(e) {
                     huffman::LITERAL => {
                         let byte = huffman::take(bits, e);
@@ -304,10 +301,7 @@ impl Inflater {
                     }
                     huffman::BASE => {
                         let len = huffman::take(bits, e);
-                        let mut d = self.dist.entry(bits);
-                        if huffman::kind(d) > huffman::BASE {
-                            d = self.dist.resolve(bits, d).ok_or(Bad::Code)?;
-                        }
+                        let d = self.dist.lookup(bits).ok_or(Bad::Code)?;
                         let dist = huffman::take(bits, d);
                         copy(buf, pos, dist as usize, len as usize)?;
                         ops[op_at] = op(run, dist, len);

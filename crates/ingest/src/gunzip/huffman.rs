@@ -11,7 +11,7 @@ use super::bits::Bits;
 pub(super) const LITERAL: u32 = 0;
 /// Length or distance: a base in `value`, plus `extra` bits.
 pub(super) const BASE: u32 = 1;
-/// The kinds from here on are rare, and [`Table::resolve`] deals with them.
+/// The kinds from here on are rare: [`Table::lookup`] takes a branch for them.
 pub(super) const END_OF_BLOCK: u32 = 2;
 /// Second-level table at `value`, indexed by `extra` more bits.
 const SUBTABLE: u32 = 3;
@@ -188,28 +188,28 @@ impl Table {
     /// bits; `None` for a code the table does not have.
     #[inline(always)]
     pub(super) fn decode(&self, bits: &mut Bits) -> Option<u32> {
-        let e = self.resolve(bits, self.entry(bits))?;
+        let e = self.lookup(bits)?;
         bits.consume(code_len(e));
         Some(e)
     }
 
-    /// The entry the buffer's next bits look up in the first-level table, which [`take`]
-    /// reads where its kind is a literal or a base, and [`Table::resolve`] otherwise.
+    /// The entry of the buffer's next code, for [`take`] to consume, `None` for a code the
+    /// table does not have. Only a code longer than the first level's consumes bits here (the
+    /// first level's), and only the rare kinds take the branch that looks further.
     #[inline(always)]
-    pub(super) fn entry(&self, bits: &Bits) -> u32 {
+    pub(super) fn lookup(&self, bits: &mut Bits) -> Option<u32> {
         let mask = (1u64 << self.primary) - 1;
-        self.entries[(bits.peek() & mask) as usize]
-    }
-
-    /// The entry of a code longer than the first level's (consuming the first level's bits),
-    /// `None` for a code the table does not have; any other entry as it is.
-    #[inline(always)]
-    pub(super) fn resolve(&self, bits: &mut Bits, mut e: u32) -> Option<u32> {
-        if kind(e) == SUBTABLE {
-            bits.consume(self.primary);
-            let sub = (bits.peek() & ((1u64 << extra(e)) - 1)) as usize;
-            e = *self.entries.get(value(e) as usize + sub)?;
+        let e = self.entries[(bits.peek() & mask) as usize];
+        if kind(e) <= BASE {
+            return Some(e);
         }
+        if kind(e) != SUBTABLE {
+            // The end of a block, or no code at all.
+            return (kind(e) != INVALID).then_some(e);
+        }
+        bits.consume(self.primary);
+        let sub = (bits.peek() & ((1u64 << extra(e)) - 1)) as usize;
+        let e = *self.entries.get(value(e) as usize + sub)?;
         (kind(e) != INVALID).then_some(e)
     }
 }

@@ -331,19 +331,10 @@ fn grow<T: Copy + Default>(to: &mut Vec<T>, n: usize) {
     }
 }
 
-/// Writes `v` at `at` in `to`, which grows by steps (zeroed once, as the buffer is reused)
-/// when `at` is at its end.
+/// Writes `v` at `at` in `to`, which grows by [`grow`]'s steps when `at` is at its end.
 #[inline(always)]
 fn put<T: Copy + Default>(to: &mut Vec<T>, at: usize, v: T) {
-    match to.get_mut(at) {
-        Some(slot) => *slot = v,
-        None => grow_and_put(to, at, v),
-    }
-}
-
-#[cold]
-fn grow_and_put<T: Copy + Default>(to: &mut Vec<T>, at: usize, v: T) {
-    to.resize(at + 1 + (at + 1).max(1 << 12), T::default());
+    grow(to, at + 1);
     to[at] = v;
 }
 

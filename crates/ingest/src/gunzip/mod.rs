@@ -189,6 +189,16 @@ fn header_len(head: &[u8]) -> Option<usize> {
     (at <= head.len()).then_some(at)
 }
 
+/// A table of each 16-bit symbol's byte: a byte stands for itself, and the markers' bytes
+/// (`256 + i`) are filled in from the window before each piece; symbols past them are not made.
+fn symbol_bytes() -> Box<[u8; 1 << 16]> {
+    let mut table = Box::new([0; 1 << 16]);
+    for (b, byte) in table[..256].iter_mut().zip(0..=255) {
+        *b = byte;
+    }
+    table
+}
+
 /// Inflated bytes handed out whole, `buf[start..start + len]`; `last` when the input ends
 /// with them. The parallel reader's pieces, and the inflating thread's filled windows
 /// (`inflate.rs`).
@@ -233,6 +243,8 @@ pub(crate) struct ParallelGunzip {
     pos: u64,
     /// The last 32 KB of the pieces accepted, or all of them when fewer.
     window: Vec<u8>,
+    /// Each symbol's byte, once the window before a piece is known ([`Symbols`]).
+    bytes_of: Box<[u8; 1 << 16]>,
     /// Pieces accepted and queued to be rebuilt, whether the last one was the final block's,
     /// and pieces read.
     queued: u64,
@@ -293,6 +305,7 @@ impl ParallelGunzip {
             partial: false,
             pos: first,
             window: Vec::with_capacity(WINDOW),
+            bytes_of: symbol_bytes(),
             queued: 0,
             accepted_final: false,
             read: 0,
@@ -403,11 +416,11 @@ impl ParallelGunzip {
         if tail.len() == WINDOW {
             self.window.clear();
         }
-        let byte = |s: u16| match usize::from(s).checked_sub(256) {
-            None => s as u8,
-            Some(i) => before.get(i).copied().unwrap_or_default(),
-        };
-        self.window.extend(tail.iter().map(|&s| byte(s)));
+        // A lookup per symbol, not a branch: markers and bytes mix at random.
+        self.bytes_of[256..256 + WINDOW].copy_from_slice(&before[..]);
+        let bytes_of = &self.bytes_of;
+        self.window
+            .extend(tail.iter().map(|&s| bytes_of[usize::from(s)]));
         let excess = self.window.len().saturating_sub(WINDOW);
         self.window.drain(..excess);
         Ok((before, known))

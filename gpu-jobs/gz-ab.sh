@@ -5,7 +5,8 @@
 # The 989 MB trace plain, as gzip -1 and at each zlib level in Z (default 9; gzip_par.py, on
 # every core): whole ingests,
 # alternating, median of N (default 5) with each one's ratio to its own plain median, and the
-# median of the ratios paired by round (less moved by the drift of a noisy host); then one
+# median of the ratios paired by round (less moved by the drift of a noisy host), and each median
+# over the median of every configuration's plain runs (where they share the plain code); then one
 # anonymous peak of each on each file, and whether each configuration's outputs equal the first's.
 set -u
 C=${C:-"base:base: new:new:"}; N=${N:-5}; Z=${Z:-9}
@@ -22,11 +23,14 @@ import collections,statistics
 d=collections.defaultdict(list)
 for l in open('/tmp/ab.txt'):
     f,c,e,u=l.split(); d[(c,f)].append((float(e),float(u)))
+# Where the configurations share the plain file's code, the plain runs of all of them are one
+# sample: `pooled` is each median over theirs, less moved by one configuration's plain spread.
+every=statistics.median(y[0] for (c,f),x in d.items() if f=='k1g.json' for y in x)
 for (c,f),x in sorted(d.items()):
     m=statistics.median(y[0] for y in x); p=statistics.median(y[0] for y in d[(c,'k1g.json')])
     # Each run over the plain run of the same configuration and round, a minute apart at most.
     paired=statistics.median(a[0]/b[0] for a,b in zip(d[(c,'k1g.json')],x))
-    print(f"{c:10} {f:14} median {m:.2f} s user {statistics.median(y[1] for y in x):.2f} ratio {p/m:.3f} paired {paired:.3f} {[y[0] for y in x]}")
+    print(f"{c:10} {f:14} median {m:.2f} s user {statistics.median(y[1] for y in x):.2f} ratio {p/m:.3f} paired {paired:.3f} pooled {every/m:.3f} {[y[0] for y in x]}")
 P
 first=""
 for c in $C; do IFS=: read l b e <<< "$c"

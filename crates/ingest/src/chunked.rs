@@ -1,5 +1,6 @@
 //! Reading a JSON document whose bulk is one array of objects (kineto's `traceEvents`) from an
-//! [`InputWindow`] that moves through the file, with the array's elements parsed on every core.
+//! [`InputWindow`] that moves through the file, with the array's elements parsed on every core
+//! (16 at most).
 //!
 //! The walk over the top-level object is sequential; the array is split into pieces at
 //! *candidate* element boundaries (`}` `,` `{` with whitespace between). A candidate may lie

@@ -6,7 +6,7 @@
 /// come from the heap, where freed ones stay resident, so ingest's working columns (a few MB
 /// each for a million kernels) add up in the peak instead of going back between steps.
 /// Keeping it fixed took the anonymous peak of 1 GB traces down by 6–12% with no change in
-/// time (README, Performance); fixing it higher (1 MB) kept the workers' per-piece buffers
+/// time (PERFORMANCE.md); fixing it higher (1 MB) kept the workers' per-piece buffers
 /// in the heap instead, and a 180 MB `.gz` trace's peak grew by a third.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 128 << 10;

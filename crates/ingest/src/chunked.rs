@@ -91,7 +91,7 @@ pub(crate) struct Chunking {
 /// 1 GB trace's `gzip -1` held 113 MiB of anonymous memory with a worker per core, past the
 /// 0.1× line, and 88 MiB with 16. The readings were no slower with 16 (plain 0.62 s either
 /// way, `gzip -1` 0.66 against 0.71 s): past them, the plain reading waits on the converter's
-/// thread (README, Performance, session 33).
+/// thread (PERFORMANCE.md, session 33).
 const MAX_WORKERS: usize = 16;
 
 impl Default for Chunking {

@@ -23,7 +23,7 @@ pub(crate) const BUFFERS: usize = 3;
 
 /// The parallel reader's pieces queued for the reader at most. One by one, a handed piece
 /// waited for the reader's thread to be woken and scheduled: 0.3 s of a 0.58 s reading of the
-/// 989 MB trace (README, Performance, session 27).
+/// 989 MB trace (PERFORMANCE.md, session 27).
 const PARTS_QUEUED: usize = 4;
 
 /// Buffers on their way back to the thread at most; more are dropped. The parallel reader's

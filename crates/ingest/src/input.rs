@@ -346,7 +346,7 @@ impl InputWindow {
     /// parallel reader's at a time. The window grows past a segment only as a reader asks
     /// ([`InputWindow::advance`]): joined from the parallel reader's pieces up to `len`, the
     /// first window of the 989 MB trace's `.gz` kept the parse waiting for 22 ms while the
-    /// pieces were copied (README, Performance, session 28).
+    /// pieces were copied (PERFORMANCE.md, session 28).
     pub(crate) fn open(
         what: &'static str,
         path: &Path,

@@ -58,7 +58,7 @@ const JUDGE_AFTER: usize = 4;
 
 /// Pieces queued to be rebuilt ahead of the one read, each about 640 KB of bytes. A piece
 /// translated by one worker, with two queued, kept the reader waiting for 60% of its time
-/// (README, Performance, session 24); a rebuild takes half as long.
+/// (PERFORMANCE.md, session 24); a rebuild takes half as long.
 const PIECES_AHEAD: u64 = 4;
 
 /// How a gzip file is inflated.
@@ -108,7 +108,7 @@ fn sizes(file: &File) -> Option<(u64, u64)> {
 /// What a chunk should inflate to, about: what 64 KB of the 989 MB trace's gzip -1 (9.2×)
 /// does. zlib's level 9, which the PyTorch profiler writes, compresses that trace 15×: its
 /// 64 KB chunks held 94 MiB in all, at the 0.1× line, and 40–48 KB ones 85–86 MiB, as fast
-/// (README, Performance, session 21).
+/// (PERFORMANCE.md, session 21).
 const CHUNK_INFLATED: u64 = 640 << 10;
 
 /// The compressed bytes of a chunk of a stream of `size` bytes that inflates to `inflated`:
@@ -277,7 +277,7 @@ impl ParallelGunzip {
         let first = header_len(&head)? as u64 * 8;
         let threads = threads.max(1);
         // Each worker busy on a span of chunks the reader has not reached. More chunks done
-        // ahead held more and did not read faster (README, Performance, sessions 20 and 26).
+        // ahead held more and did not read faster (PERFORMANCE.md, sessions 20 and 26).
         let ahead = threads * shared::SPAN;
         let shared = Arc::new(Shared::new(file, size, first, chunk, ahead)?);
         let mut workers = Vec::with_capacity(threads);
@@ -672,7 +672,7 @@ mod tests {
         }
     }
 
-    /// The inflate alone, for the README's figures, with how the pieces were made:
+    /// The inflate alone, for PERFORMANCE.md's figures, with how the pieces were made:
     /// `GZ=file.gz T=threads [C=chunk KB] cargo test --release -p llmprof-ingest inflate_rate
     /// -- --ignored --nocapture`; `T=0` is `flate2` alone, and `C` is what `chunk_for` picks
     /// unless given.

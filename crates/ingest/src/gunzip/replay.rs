@@ -5,7 +5,7 @@
 //! it (92% of them in a level 9 trace). Once that window is known, copying the piece's
 //! back-references again, byte for byte, rebuilds it in half the time a table lookup per symbol
 //! takes on a level 9 stream (70% on a `gzip -1` one), and the piece waits in a sixth to an
-//! eighth of the room its 16-bit symbols took (README, Performance, session 26).
+//! eighth of the room its 16-bit symbols took (PERFORMANCE.md, session 26).
 
 use super::decode::{copy_back, op_parts, Symbols, SPILL, STEP, WINDOW};
 
@@ -116,7 +116,7 @@ mod tests {
         assert_eq!(replay(&tokens(), &window, 0, &mut out), None);
     }
 
-    /// The two halves of a worker's inflate on one thread, for the README's figures: a gzip
+    /// The two halves of a worker's inflate on one thread, for PERFORMANCE.md's figures: a gzip
     /// file inflated from its start in pieces of about 640 KB, each decoded into symbols and
     /// its back-references, then rebuilt byte for byte (from a window of zeros), best of five
     /// passes: `GZ=file.gz cargo test --release -p llmprof-ingest decode_rate -- --ignored

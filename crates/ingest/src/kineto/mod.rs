@@ -86,8 +86,7 @@ pub fn read(
 /// mapped one, so a `.gz` gets a smaller one, sized to the trace its trailer announces
 /// ([`gzip_window`]), cut into pieces small enough to keep every worker busy: a window holds
 /// one for every other worker, and two windows are parsed at once. Smaller pieces, a quarter of
-/// that, cost the calling thread's merge more than they gained (README, Performance, session
-/// 26).
+/// that, cost the calling thread's merge more than they gained (PERFORMANCE.md, session 26).
 fn for_input(path: &Path, chunking: Chunking) -> Chunking {
     if !input::is_gzip(path) {
         return chunking;

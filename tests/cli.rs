@@ -905,4 +905,28 @@ fn spans_are_written_on_request_and_change_nothing() {
             stdout(&summed)
         );
     }
+    // The medians over rounds, per input (`gz-phases.sh` names the files `<input>.<round>`).
+    let rounds = out.path().join("rounds");
+    std::fs::create_dir(&rounds).unwrap();
+    for round in 1..=2 {
+        std::fs::copy(&spans, rounds.join(format!("trace.json.gz.{round}"))).unwrap();
+    }
+    let phases = std::process::Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("gpu-jobs/gz-phases.py"))
+        .arg(&rounds)
+        .output()
+        .unwrap();
+    assert!(phases.status.success(), "{}", stderr(&phases));
+    for want in [
+        "median of 2",
+        "trace.json.gz",
+        "the reading",
+        "after the reading",
+    ] {
+        assert!(
+            stdout(&phases).contains(want),
+            "no {want:?} in:\n{}",
+            stdout(&phases)
+        );
+    }
 }

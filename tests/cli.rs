@@ -890,13 +890,7 @@ fn spans_are_written_on_request_and_change_nothing() {
     // kernel gives it.
     let schedstat = Path::new("/proc/thread-self/schedstat").exists();
     assert_eq!(kinds.contains(&("main", "sched")), schedstat, "{text}");
-    let summed = std::process::Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("gpu-jobs/spans.py"))
-        .arg(&spans)
-        .arg("50")
-        .output()
-        .unwrap();
-    assert!(summed.status.success(), "{}", stderr(&summed));
+    let summed = script("spans.py", &[spans.as_os_str(), "50".as_ref()]);
     let wanted = ["reading the trace:", "run queue"];
     for want in &wanted[..1 + usize::from(schedstat)] {
         assert!(
@@ -911,12 +905,7 @@ fn spans_are_written_on_request_and_change_nothing() {
     for round in 1..=2 {
         std::fs::copy(&spans, rounds.join(format!("trace.json.gz.{round}"))).unwrap();
     }
-    let phases = std::process::Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("gpu-jobs/gz-phases.py"))
-        .arg(&rounds)
-        .output()
-        .unwrap();
-    assert!(phases.status.success(), "{}", stderr(&phases));
+    let phases = script("gz-phases.py", &[rounds.as_os_str()]);
     for want in [
         "median of 2",
         "trace.json.gz",
@@ -929,4 +918,19 @@ fn spans_are_written_on_request_and_change_nothing() {
             stdout(&phases)
         );
     }
+}
+
+/// A `gpu-jobs` Python script run on `args`, which must succeed.
+fn script(name: &str, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let o = std::process::Command::new("python3")
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("gpu-jobs")
+                .join(name),
+        )
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{name}: {}", stderr(&o));
+    o
 }

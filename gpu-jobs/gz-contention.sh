@@ -2,7 +2,8 @@
 # two halves (`decode_rate`, gzip -1 of the 180 MB trace) and the event parse
 # (`event_parse_rate`, the 180 MB trace), each alone, then as 8 and 16 copies at once, then 8
 # decode copies beside a plain ingest of the 989 MB trace in a loop (its 16 parse workers);
-# the test binary as .gpuc/ingest-test.xz, `cargo test --release -p llmprof-ingest --no-run`.
+# the test binary as .gpuc/ingest-test.xz (`cargo test --release -p llmprof-ingest --no-run`), the
+# ingest's release build as .gpuc/llmprof-base.xz.
 set -u
 B=base . gpu-jobs/ab-setup.sh >/dev/null
 xz -dc $R/.gpuc/ingest-test.xz > /tmp/t && chmod +x /tmp/t

@@ -14,27 +14,20 @@ import os
 import statistics
 import sys
 
+import spans  # gpu-jobs/spans.py, beside this script
+
 AFTER = ("close-input", "gather", "finish", "analyze", "write-run")
 
 
 def phases(path):
-    rows, sched = [], collections.defaultdict(lambda: [0, 0])
-    for line in open(path):
-        if line.startswith("#"):
-            continue
-        thread, kind, a, b, _ = line.split()
-        if kind == "sched":
-            sched[thread][0] += int(a)
-            sched[thread][1] += int(b)
-        else:
-            rows.append((thread, kind, int(a), int(b)))
+    rows, sched = spans.load(path)
     one = {k: (s, e) for t, k, s, e in rows if k in ("ingest", "read-trace")}
     (i0, i1), (r0, r1) = one["ingest"], one["read-trace"]
     out = {"whole ingest": i1 - i0, "before the reading": r0 - i0, "the reading": r1 - r0,
            "after the reading": i1 - r1}
     for kind in AFTER:
         out[kind] = sum(e - s for t, k, s, e in rows if k == kind and s >= r1)
-    for thread, (cpu, wait) in sched.items():
+    for thread, (cpu, wait, _, _) in sched.items():
         out[f"{thread}: on a core"] = cpu
         out[f"{thread}: run queue"] = wait
     return out

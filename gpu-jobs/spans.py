@@ -13,12 +13,14 @@ import collections
 import sys
 
 
-def main():
+def load(path, comment=lambda line: None):
+    """A span file's spans, as (thread, kind, start, end), and per thread name its `sched`
+    lines summed: [on a core, run queue, timeslices, threads]. Comment lines go to `comment`."""
     rows = []
     sched = collections.defaultdict(lambda: [0, 0, 0, 0])
-    for line in open(sys.argv[1]):
+    for line in open(path):
         if line.startswith("#"):
-            print(line.strip())
+            comment(line.strip())
             continue
         thread, kind, a, b, c = line.split()
         if kind == "sched":
@@ -26,6 +28,11 @@ def main():
                 sched[thread][i] += v
             continue
         rows.append((thread, kind, int(a), int(b)))
+    return rows, sched
+
+
+def main():
+    rows, sched = load(sys.argv[1], print)
     if not rows:
         sys.exit(f"{sys.argv[1]}: no spans")
     read = [r for r in rows if r[1] == "read-trace"]

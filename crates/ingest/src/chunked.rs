@@ -42,12 +42,15 @@ pub(crate) trait ElementParser: Sync {
     type Element<'a>: Default;
     /// A piece's elements as the sink takes them, built on the worker that parsed them.
     type Piece: Send + Default;
+    /// What the parse keeps from element to element of a piece (a cache of what it read).
+    type Scratch: Default;
     /// Parses the element at the start of `bytes` into `slot`: whether to keep it, and the
     /// number of bytes it took.
     fn parse<'a>(
         &self,
         bytes: &'a [u8],
         slot: &mut Self::Element<'a>,
+        scratch: &mut Self::Scratch,
     ) -> Result<(bool, usize), serde_json::Error>;
     /// Adds the element in `slot`, in file order, to its piece.
     fn add(&self, piece: &mut Self::Piece, slot: &mut Self::Element<'_>);
@@ -805,9 +808,10 @@ fn parse_piece<P: ElementParser>(
 ) -> Piece<P::Piece> {
     let mut digest = P::Piece::default();
     let mut slot = P::Element::default();
+    let mut scratch = P::Scratch::default();
     let mut pos = start;
     let end = loop {
-        let (keep, n) = match parser.parse(&bytes[pos..], &mut slot) {
+        let (keep, n) = match parser.parse(&bytes[pos..], &mut slot, &mut scratch) {
             Ok(v) => v,
             Err(e) if !last_window && maybe_cut(&bytes[pos..], &e) => break PieceEnd::Cut(pos),
             Err(e) => break PieceEnd::Failed(pos, e),
@@ -858,10 +862,12 @@ mod tests {
     impl ElementParser for Raw {
         type Element<'a> = Option<&'a RawValue>;
         type Piece = Vec<String>;
+        type Scratch = ();
         fn parse<'a>(
             &self,
             bytes: &'a [u8],
             slot: &mut Option<&'a RawValue>,
+            (): &mut (),
         ) -> Result<(bool, usize), serde_json::Error> {
             let (v, n) = parse_one::<&RawValue>(bytes)?;
             *slot = Some(v);

@@ -8,11 +8,18 @@
 //! it does not expect). The caller then parses the event with serde from its first byte, so an
 //! event it gives up on costs a second reading, never a different result or error.
 //!
+//! A trace spaces and orders its keys alike from event to event: each key is first looked up
+//! by the one before it in [`Keys`], and taken by one compare where the bytes that took it
+//! last time come again. With whitespace and strings scanned 16 bytes at a time and `ts`/`dur`
+//! read in one pass, that took the scanner's time on the 180 MB trace from 0.159 to 0.131 s
+//! (PERFORMANCE.md, session 40).
+//!
 //! **Invariant:** where [`event`] returns `Some`, serde's reading (`EventSlot`) succeeds on the
 //! same bytes, takes as many of them and fills the event alike. It is held to that on every
-//! element of the fixtures' traces and on a list of hard cases (the tests below), by the
-//! `kineto_event` fuzz target ([`agrees`] on one event), and by the `kineto` target on every
-//! element its ingests read (`cfg(fuzzing)` in [`super::EventParser`]).
+//! element of the fixtures' traces (alone, and in order with one [`Keys`]) and on a list of
+//! hard cases (the tests below), by the `kineto_event` fuzz target ([`agrees`] on one event,
+//! twice, the second time with its keys seen), and by the `kineto` target on every element its
+//! ingests read, with the worker's keys (`cfg(fuzzing)` in [`super::EventParser`]).
 
 use std::borrow::Cow;
 
@@ -26,20 +33,27 @@ const MAX_DEPTH: u32 = 64;
 /// Reads the event at the start of `bytes` (after whitespace) into `e`: whether it is a
 /// complete (`X`) event, and the bytes it took up to its closing `}`. `None` where serde must
 /// read it instead.
-pub(super) fn event<'a>(bytes: &'a [u8], e: &mut RawEvent<'a>) -> Option<(bool, usize)> {
+pub(super) fn event<'a>(
+    bytes: &'a [u8],
+    e: &mut RawEvent<'a>,
+    keys: &mut Keys,
+) -> Option<(bool, usize)> {
     let mut c = Cursor { b: bytes, i: 0 };
     c.ws();
     c.byte(b'{')?;
     *e = RawEvent::default();
-    let mut first = true;
-    while let Some(key) = c.next_key(&mut first)? {
+    let mut run = KeyRun::new(0);
+    while let Some(key) = c.key(&mut run, keys, false)? {
         match key {
             b"ph" => {
                 e.ph = c.opt_text()?;
                 if e.ph.as_deref() != Some("X") {
                     // As serde's reading: the rest is skipped, and the event is not kept. Its
                     // keys are then read as text (UTF-8, no control characters).
-                    while c.next_key_text(&mut first)?.is_some() {
+                    // The rest of its keys go by its phase.
+                    let phase = e.ph.as_deref().map_or(&b""[..], str::as_bytes);
+                    run.relevel(b"ph", Keys::level_of(phase) ^ 1 << 61);
+                    while c.key(&mut run, keys, true)?.is_some() {
                         c.skip_value()?;
                     }
                     return Some((false, c.i));
@@ -53,12 +67,142 @@ pub(super) fn event<'a>(bytes: &'a [u8], e: &mut RawEvent<'a>) -> Option<(bool, 
             b"dur" => e.dur = c.micros()?,
             b"args" => {
                 let dims = e.name.as_deref().is_some_and(|n| SHAPE_PROBES.contains(&n));
-                c.args(&mut e.args, dims)?;
+                // The args' keys go by the category.
+                let cat = e.cat.as_deref().map_or(&b""[..], str::as_bytes);
+                c.args(&mut e.args, dims, keys, Keys::level_of(cat))?;
             }
             _ => c.skip_value()?,
         }
     }
     Some((e.ph.as_deref() == Some("X"), c.i))
+}
+
+/// What took each key the last time: for each key (hashed with its object's level), the bytes
+/// from after its value up to and with the `:` after the next key, as [`Cursor::key`]
+/// read them. A pretty-printed trace spaces and orders its keys alike from event to event, so
+/// one compare of those bytes stands for a scan of whitespace, separator, key and colon. The
+/// scan is a function of the bytes alone (and of whether the key is its object's first), so
+/// the same bytes take the same key.
+#[derive(Debug)]
+pub(super) struct Keys {
+    slots: [Slot; 256],
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            slots: [Slot::default(); 256],
+        }
+    }
+}
+
+impl Keys {
+    /// The level of an event's `args`, by its category: their keys go by it.
+    fn level_of(cat: &[u8]) -> u64 {
+        let head = cat.iter().take(7).fold(0u64, |h, &b| h << 8 | u64::from(b));
+        1 << 60 | head ^ (cat.len() as u64) << 56
+    }
+
+    /// The slot for what follows `key` in an object at `level`: a hash of its length and of
+    /// its first and last eight bytes.
+    #[inline(always)]
+    fn slot_of(key: &[u8], level: u64) -> usize {
+        // Eight bytes in one load; a shorter key a byte at a time (a copy into a word is a
+        // call to `memcpy`, and a stall reading the word back).
+        let word = |b: &[u8]| match b.first_chunk::<8>() {
+            Some(w) => u64::from_le_bytes(*w),
+            None => b.iter().fold(0, |w, &x| w << 8 | u64::from(x)),
+        };
+        let tail = &key[key.len().saturating_sub(8)..];
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h = (level ^ key.len() as u64).wrapping_mul(K);
+        h = (h.rotate_left(26) ^ word(key)).wrapping_mul(K);
+        h = (h.rotate_left(26) ^ word(tail)).wrapping_mul(K);
+        (h >> 56) as usize
+    }
+}
+
+/// The bytes that took a key, and where the key lies in them.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    bytes: [u8; Slot::MAX],
+    /// How many of `bytes` took the key; 0 for none.
+    len: u8,
+    key_at: u8,
+    key_len: u8,
+    /// Whether it was the object's first key (no `,` before it).
+    first: bool,
+    /// Whether the key reads as text too.
+    text: bool,
+    /// The slot for the key after it.
+    next: u8,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            bytes: [0; Slot::MAX],
+            len: 0,
+            key_at: 0,
+            key_len: 0,
+            first: false,
+            text: false,
+            next: 0,
+        }
+    }
+}
+
+impl Slot {
+    const MAX: usize = 32;
+
+    /// Keeps the bytes at `b[start..]` that took a key, as `took` says, where they fit.
+    #[inline(always)]
+    fn remember(&mut self, b: &[u8], start: usize, took: Took) {
+        if took.len > Slot::MAX {
+            return;
+        }
+        let Some(window) = b.get(start..start + Slot::MAX) else {
+            return;
+        };
+        self.bytes.copy_from_slice(window);
+        self.len = took.len as u8;
+        (self.key_at, self.key_len) = (took.key.0 as u8, took.key.1 as u8);
+        (self.first, self.text, self.next) = (took.first, took.text, took.next as u8);
+    }
+}
+
+/// How a key was taken: the bytes it took, where the key lies in them, whether it was its
+/// object's first and reads as text, and the slot for the key after it.
+struct Took {
+    len: usize,
+    key: (usize, usize),
+    first: bool,
+    text: bool,
+    next: usize,
+}
+
+/// Where [`Cursor::key`] is in an object: the slot for the key after the last one
+/// read, and whether none was read yet.
+struct KeyRun {
+    slot: usize,
+    first: bool,
+    level: u64,
+}
+
+impl KeyRun {
+    fn new(level: u64) -> Self {
+        KeyRun {
+            slot: Keys::slot_of(b"", level),
+            first: true,
+            level,
+        }
+    }
+
+    /// Goes on at another level, as after `key` there.
+    fn relevel(&mut self, key: &[u8], level: u64) {
+        self.level = level;
+        self.slot = Keys::slot_of(key, level);
+    }
 }
 
 /// A position in the bytes of one event. Every method returns `None` to give up.
@@ -68,11 +212,18 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    /// Skips whitespace: one byte, the usual case, at a time, then 16 at a time (the
+    /// indentation of a pretty-printed trace, a fifth of its bytes).
     #[inline(always)]
     fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
-            self.i += 1;
+        if !self.b.get(self.i).is_some_and(|&b| is_ws(b)) {
+            return;
         }
+        self.i += 1;
+        if !self.b.get(self.i).is_some_and(|&b| is_ws(b)) {
+            return;
+        }
+        self.i += skip_ws(&self.b[self.i..]);
     }
 
     #[inline(always)]
@@ -90,14 +241,48 @@ impl<'a> Cursor<'a> {
     /// The next key of an object whose `{` was taken, with its `:`; `Some(None)` at its `}`.
     /// As serde's map access: a `,` between entries, none before the first or after the last.
     /// The key is raw bytes, as serde reads keys into bytes (control characters allowed, no
-    /// UTF-8 check).
-    fn next_key(&mut self, first: &mut bool) -> Option<Option<&'a [u8]>> {
-        self.entry(first, Self::raw_key)
-    }
-
-    /// [`Self::next_key`], the key read as text, as serde reads keys it skips.
-    fn next_key_text(&mut self, first: &mut bool) -> Option<Option<&'a [u8]>> {
-        self.entry(first, |c| c.plain_str().map(str::as_bytes))
+    /// UTF-8 check); or, where `text`, read as text, as serde reads keys it skips.
+    ///
+    /// `keys` holds, for the key before, the bytes that took the key after it last time: where
+    /// the same bytes come again, the key is theirs and nothing is scanned ([`Keys`]).
+    #[inline(always)]
+    fn key(&mut self, run: &mut KeyRun, keys: &mut Keys, text: bool) -> Option<Option<&'a [u8]>> {
+        let start = self.i;
+        let slot = &mut keys.slots[run.slot];
+        if slot.len > 0 && slot.first == run.first && (slot.text || !text) {
+            if let Some(window) = self.b[start..].first_chunk::<{ Slot::MAX }>() {
+                if mask::same_prefix(window, &slot.bytes, usize::from(slot.len)) {
+                    self.i += usize::from(slot.len);
+                    let key =
+                        &self.b[start + usize::from(slot.key_at)..][..usize::from(slot.key_len)];
+                    run.first = false;
+                    run.slot = usize::from(slot.next);
+                    return Some(Some(key));
+                }
+            }
+        }
+        let first = run.first;
+        let key = if text {
+            self.entry(&mut run.first, |c| c.plain_str().map(str::as_bytes))?
+        } else {
+            self.entry(&mut run.first, Self::raw_key)?
+        };
+        if let Some(k) = key {
+            let key_at = k.as_ptr() as usize - self.b.as_ptr() as usize - start;
+            let next = Keys::slot_of(k, run.level);
+            // A key of printable ASCII reads alike as bytes and as text.
+            let printable = text || k.iter().all(|&b| (0x20..0x80).contains(&b));
+            let took = Took {
+                len: self.i - start,
+                key: (key_at, k.len()),
+                first,
+                text: printable,
+                next,
+            };
+            slot.remember(self.b, start, took);
+            run.slot = next;
+        }
+        Some(key)
     }
 
     fn entry(
@@ -277,10 +462,56 @@ impl<'a> Cursor<'a> {
     fn micros(&mut self) -> Option<Option<i64>> {
         self.ws();
         match self.peek()? {
-            b'-' | b'0'..=b'9' => Some(micros_text_to_ns(self.number()?)),
+            b'1'..=b'9' => match self.plain_micros() {
+                Some(ns) => Some(Some(ns)),
+                None => Some(micros_text_to_ns(self.number()?)),
+            },
+            b'-' | b'0' => Some(micros_text_to_ns(self.number()?)),
             b'n' => self.literal(b"null").map(|()| None),
             _ => None,
         }
+    }
+
+    /// The usual `ts` and `dur` (`4448858854397.011`: a first digit of 1–9, at most 15
+    /// integer digits, a fraction or none, no exponent) in ns, in one pass: what
+    /// [`Self::number`] then [`micros_text_to_ns`] give, from the same bytes. `None`, having
+    /// taken nothing, for any other number and for text that is not one.
+    #[inline(always)]
+    fn plain_micros(&mut self) -> Option<i64> {
+        let b = self.b;
+        let mut i = self.i;
+        let mut int: i64 = 0;
+        while let Some(&d @ b'0'..=b'9') = b.get(i) {
+            int = int * 10 + i64::from(d - b'0');
+            i += 1;
+            if i - self.i > 15 {
+                return None;
+            }
+        }
+        let (mut frac, mut n, mut up) = (0, 0, false);
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            while let Some(&d @ b'0'..=b'9') = b.get(i) {
+                match n {
+                    0..=2 => frac = frac * 10 + i64::from(d - b'0'),
+                    3 => up = d >= b'5',
+                    _ => {}
+                }
+                n += 1;
+                i += 1;
+            }
+            if n == 0 {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = b.get(i) {
+            return None;
+        }
+        for _ in n..3 {
+            frac *= 10;
+        }
+        self.i = i;
+        Some(int * 1000 + frac + i64::from(up))
     }
 
     /// An integer argument ([`Int`]): an integer, or `null`.
@@ -362,15 +593,15 @@ impl<'a> Cursor<'a> {
     }
 
     /// `args` into `a` (cleared first): an object, or `null`.
-    fn args(&mut self, a: &mut RawArgs, dims: bool) -> Option<()> {
+    fn args(&mut self, a: &mut RawArgs, dims: bool, keys: &mut Keys, level: u64) -> Option<()> {
         *a = RawArgs::default();
         self.ws();
         if self.peek()? == b'n' {
             return self.literal(b"null");
         }
         self.byte(b'{')?;
-        let mut first = true;
-        while let Some(key) = self.next_key(&mut first)? {
+        let mut run = KeyRun::new(level);
+        while let Some(key) = self.key(&mut run, keys, false)? {
             match key {
                 b"Input Dims" if dims => a.input_dims = Some(self.input_dims()?),
                 b"External id" => a.external_id = self.int_arg()?,
@@ -475,42 +706,143 @@ fn ascii_or_utf8(s: &[u8]) -> Option<&str> {
     }
 }
 
-/// The index in `s` of its first `"` or `\` (or, when `control`, byte under 0x20); `s.len()`
-/// when there is none. Eight bytes at a time, as serde_json's own scan.
+/// JSON's whitespace.
 #[inline(always)]
-fn find_quote_or_escape(s: &[u8], control: bool) -> usize {
-    const ONES: u64 = u64::MAX / 255;
-    const HIGH: u64 = ONES << 7;
-    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x;
-    let mut chunks = s.chunks_exact(8);
-    let mut at = 0;
-    for chunk in &mut chunks {
-        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        let mut hits =
-            has_zero(w ^ (ONES * u64::from(b'"'))) | has_zero(w ^ (ONES * u64::from(b'\\')));
-        if control {
-            hits |= w.wrapping_sub(ONES * 0x20) & !w;
-        }
-        let hits = hits & HIGH;
-        if hits != 0 {
-            return at + hits.trailing_zeros() as usize / 8;
-        }
-        at += 8;
-    }
-    let special = |&b: &u8| b == b'"' || b == b'\\' || (control && b < 0x20);
-    at + chunks
-        .remainder()
-        .iter()
-        .position(special)
-        .unwrap_or(chunks.remainder().len())
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
 
-/// The fast path's reading of the event at the start of `bytes`, held to serde's: `Ok(None)`
-/// where it gives up, an error naming the difference where the two disagree (for the tests and
-/// the fuzzer, which runs it on every element the ingest reads).
-pub(super) fn agrees(bytes: &[u8]) -> Result<Option<(bool, usize)>, String> {
+/// Bit masks of 16 bytes, the first byte lowest: SSE2's compares where there is SSE2 (every
+/// x86-64 processor), else a byte at a time.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod mask {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+
+    // SAFETY (every block below): SSE2 is part of x86-64's baseline, so its instructions exist
+    // wherever this compiles; each load reads 16 bytes within the array it is given, with no
+    // alignment needed.
+
+    #[inline(always)]
+    fn eq(v: __m128i, c: u8) -> __m128i {
+        unsafe { _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8)) }
+    }
+
+    /// The bytes that are JSON whitespace.
+    #[inline(always)]
+    pub(super) fn ws(bytes: &[u8; 16]) -> u32 {
+        unsafe {
+            let v = _mm_loadu_si128(bytes.as_ptr().cast());
+            let m = _mm_or_si128(
+                _mm_or_si128(eq(v, b' '), eq(v, b'\n')),
+                _mm_or_si128(eq(v, b'\r'), eq(v, b'\t')),
+            );
+            _mm_movemask_epi8(m) as u32
+        }
+    }
+
+    /// Whether the first `n` of 32 bytes are alike.
+    #[inline(always)]
+    pub(super) fn same_prefix(a: &[u8; 32], b: &[u8; 32], n: usize) -> bool {
+        let eq = unsafe {
+            let lo = _mm_cmpeq_epi8(
+                _mm_loadu_si128(a.as_ptr().cast()),
+                _mm_loadu_si128(b.as_ptr().cast()),
+            );
+            let hi = _mm_cmpeq_epi8(
+                _mm_loadu_si128(a[16..].as_ptr().cast()),
+                _mm_loadu_si128(b[16..].as_ptr().cast()),
+            );
+            _mm_movemask_epi8(lo) as u32 | (_mm_movemask_epi8(hi) as u32) << 16
+        };
+        let want = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
+        eq & want == want
+    }
+
+    /// The bytes that are `"` or `\\`, or under 0x20 when `control`.
+    #[inline(always)]
+    pub(super) fn special(bytes: &[u8; 16], control: bool) -> u32 {
+        unsafe {
+            let v = _mm_loadu_si128(bytes.as_ptr().cast());
+            let mut m = _mm_or_si128(eq(v, b'"'), eq(v, b'\\'));
+            if control {
+                let low = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+                m = _mm_or_si128(m, low);
+            }
+            _mm_movemask_epi8(m) as u32
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod mask {
+    #[inline(always)]
+    fn bits(bytes: &[u8; 16], hit: impl Fn(u8) -> bool) -> u32 {
+        let mut m = 0;
+        for (k, &b) in bytes.iter().enumerate() {
+            m |= u32::from(hit(b)) << k;
+        }
+        m
+    }
+
+    pub(super) fn ws(bytes: &[u8; 16]) -> u32 {
+        bits(bytes, super::is_ws)
+    }
+
+    pub(super) fn same_prefix(a: &[u8; 32], b: &[u8; 32], n: usize) -> bool {
+        a[..n] == b[..n]
+    }
+
+    pub(super) fn special(bytes: &[u8; 16], control: bool) -> u32 {
+        bits(bytes, |b| b == b'"' || b == b'\\' || (control && b < 0x20))
+    }
+}
+
+/// How many bytes of whitespace `s` starts with: 16 at a time.
+#[inline(always)]
+fn skip_ws(s: &[u8]) -> usize {
+    let mut chunks = s.chunks_exact(16);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let Ok(bytes) = chunk.try_into() else { break };
+        let other = !mask::ws(bytes) & 0xffff;
+        if other != 0 {
+            return at + other.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
+    let rest = chunks.remainder();
+    at + rest.iter().position(|&b| !is_ws(b)).unwrap_or(rest.len())
+}
+
+/// The index in `s` of its first `"` or `\` (or, when `control`, byte under 0x20); `s.len()`
+/// when there is none. Sixteen bytes at a time.
+#[inline(always)]
+fn find_quote_or_escape(s: &[u8], control: bool) -> usize {
+    let special = |b: u8| b == b'"' || b == b'\\' || (control && b < 0x20);
+    let mut chunks = s.chunks_exact(16);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let Ok(bytes) = chunk.try_into() else { break };
+        let hits = mask::special(bytes, control);
+        if hits != 0 {
+            return at + hits.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
+    let rest = chunks.remainder();
+    at + rest.iter().position(|&b| special(b)).unwrap_or(rest.len())
+}
+
+/// The fast path's reading of the event at the start of `bytes` with the keys it has seen,
+/// held to serde's: `Ok(None)` where it gives up, an error naming the difference where the two
+/// disagree (for the tests and the fuzzer, which runs it on every element the ingest reads).
+pub(super) fn agrees(bytes: &[u8], keys: &mut Keys) -> Result<Option<(bool, usize)>, String> {
     let mut fast = RawEvent::default();
-    let Some(read) = event(bytes, &mut fast) else {
+    let Some(read) = event(bytes, &mut fast, keys) else {
         return Ok(None);
     };
     let text = String::from_utf8_lossy(&bytes[..read.1]);
@@ -538,9 +870,10 @@ mod tests {
     use super::*;
     use crate::chunked::parse_seed;
 
-    /// What the fast path read of `bytes`, after checking that serde reads the same.
+    /// What the fast path read of `bytes`, after checking that serde reads the same, with no
+    /// keys seen before and with its own keys seen.
     fn agreed(bytes: &[u8]) -> Option<(bool, usize)> {
-        agrees(bytes).unwrap_or_else(|e| panic!("{e}"))
+        super::super::fast_path_agrees(bytes).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The `traceEvents` elements of a fixture, as serde reads their bounds.
@@ -586,6 +919,12 @@ mod tests {
             let fast = all.iter().filter(|e| agreed(e).is_some()).count();
             assert!(all.len() > 1000, "{f}: {} events", all.len());
             assert_eq!(fast, all.len(), "{f}: the fast path gave up on some events");
+            // In order, with the keys of the events before seen, as a parse worker reads them.
+            let mut keys = Keys::default();
+            for e in &all {
+                let read = agrees(e, &mut keys).unwrap_or_else(|e| panic!("{f}: {e}"));
+                assert!(read.is_some(), "{f}: the fast path gave up with keys seen");
+            }
         }
     }
 
@@ -611,6 +950,16 @@ mod tests {
             r#"{"ph":"X","pid":123456789012345678,"tid":-7,"args":{"stream":0,"bytes":0}}"#,
             "{}",
             "{ }",
+            // Times read in one pass, and those at its edges that take the two-pass way.
+            r#"{"ph":"X","ts":4448858854397.011,"dur":32.4096,"name":"k"}"#,
+            r#"{"ph":"X","ts":999999999999999.9995,"dur":1.0005}"#,
+            r#"{"ph":"X","ts":1000000000000000.5,"dur":12345678901234567}"#,
+            r#"{"ph":"X","ts":7,"dur":9.99949}"#,
+            r#"{"ph":"X","ts":1.5e3,"dur":2E-1}"#,
+            r#"{"ph":"X","ts":0.25,"dur":0}"#,
+            // Whitespace and strings longer than a 16-byte step.
+            "{\n                    \"ph\"  \t\r\n  :\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n \"X\" }",
+            r#"{"ph":"X","name":"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >","cat":"0123456789abcdef"}"#,
         ];
         for e in read {
             assert!(agreed(e.as_bytes()).is_some(), "left to serde: {e}");
@@ -638,6 +987,12 @@ mod tests {
             r#"{"ph": "X" "name": "k"}"#,
             r#"{"ph": "X", "x": 01}"#,
             r#"{"ph": "X", "x": 1.}"#,
+            r#"{"ph": "X", "ts": 1.}"#,
+            r#"{"ph": "X", "ts": 12.5.5}"#,
+            r#"{"ph": "X", "dur": 3e}"#,
+            r#"{"ph": "X", "ts": 1.5x}"#,
+            r#"{"ph": "X", "name": "0123456789abcdefghij\u0041"}"#,
+            "{\"ph\": \"X\", \"name\": \"0123456789abcdefghij\x1f\"}",
             r#"{"ph": "X", "x": -}"#,
             r#"{"ph": "X", "x": "\q"}"#,
             r#"{"ph": "X", "x": "\u12G4"}"#,
@@ -654,6 +1009,12 @@ mod tests {
         ];
         for e in left {
             assert_eq!(agreed(e.as_bytes()), None, "read: {e}");
+        }
+        // Read in a row with one set of keys, each as it reads alone.
+        let mut keys = Keys::default();
+        for e in read.iter().chain(&left).chain(&read) {
+            let alone = agrees(e.as_bytes(), &mut Keys::default());
+            assert_eq!(agrees(e.as_bytes(), &mut keys), alone, "{e}");
         }
         // Keys read raw while the event is read, as text once it is skipped (the fuzzer's
         // first finding: a key of bytes past ASCII, not UTF-8, after `"ph": "s"`).
@@ -679,6 +1040,21 @@ mod tests {
             "]".repeat(64)
         );
         assert!(agreed(nested.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn whitespace_is_skipped_to_the_first_other_byte() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for (w, other) in [(b' ', b'"'), (b'\n', 0x01), (b'\t', 0x80), (b'\r', b'}')] {
+                    let mut s = vec![w; len];
+                    if at < len {
+                        s[at] = other;
+                    }
+                    assert_eq!(skip_ws(&s), at, "{len} {at} {other}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -711,7 +1087,11 @@ mod tests {
         let all = elements(&trace);
         let size: usize = all
             .iter()
-            .map(|e| event(e, &mut RawEvent::default()).unwrap().1)
+            .map(|e| {
+                event(e, &mut RawEvent::default(), &mut Keys::default())
+                    .unwrap()
+                    .1
+            })
             .sum();
         let best = |read: &dyn Fn(&[u8]) -> usize| {
             let times = (0..5).map(|_| {
@@ -722,7 +1102,10 @@ mod tests {
             });
             times.fold(f64::MAX, f64::min)
         };
-        let fast = best(&|e| event(e, &mut RawEvent::default()).map_or(0, |r| r.1));
+        let keys = std::cell::RefCell::new(Keys::default());
+        let fast = best(&|e| {
+            event(e, &mut RawEvent::default(), &mut keys.borrow_mut()).map_or(0, |r| r.1)
+        });
         // The floor of this scanner: each event skipped whole, every value checked, none read.
         let skip = best(&|e| {
             let mut c = Cursor { b: e, i: 0 };

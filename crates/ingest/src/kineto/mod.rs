@@ -254,11 +254,22 @@ fn header_of(path: &Path, doc: &chunked::Document) -> Result<Header, IngestError
 }
 
 /// For the fuzzer: the event at the start of `bytes` read by the fast path ([`fast`]) and by
-/// serde: whether the fast path read it (`false` where it left it to serde), or the
-/// difference where the two readings disagree.
+/// serde: what the fast path read (whether the event is kept, the bytes it took; `None` where
+/// it left the event to serde), or the difference where the two readings disagree.
 #[doc(hidden)]
-pub fn fast_path_agrees(bytes: &[u8]) -> Result<bool, String> {
-    fast::agrees(bytes).map(|read| read.is_some())
+pub fn fast_path_agrees(bytes: &[u8]) -> Result<Option<(bool, usize)>, String> {
+    // Read twice: the second time its keys are taken from what the first saw, and must read
+    // as the first.
+    let mut keys = fast::Keys::default();
+    let first = fast::agrees(bytes, &mut keys)?;
+    let again = fast::agrees(bytes, &mut keys)?;
+    if first != again {
+        let text = String::from_utf8_lossy(bytes);
+        return Err(format!(
+            "read {first:?}, then {again:?} with its keys seen: {text}"
+        ));
+    }
+    Ok(first)
 }
 
 /// Reads the trace at `path` twice — whole, on one thread, and in 4 KB windows of 512-byte
@@ -495,16 +506,18 @@ struct EventParser {
 impl ElementParser for EventParser {
     type Element<'a> = RawEvent<'a>;
     type Piece = Batch;
+    type Scratch = fast::Keys;
     fn parse<'a>(
         &self,
         bytes: &'a [u8],
         slot: &mut RawEvent<'a>,
+        keys: &mut fast::Keys,
     ) -> Result<(bool, usize), serde_json::Error> {
         #[cfg(fuzzing)]
-        if let Err(e) = fast::agrees(bytes) {
+        if let Err(e) = fast::agrees(bytes, keys) {
             panic!("the fast path reads an event differently: {e}");
         }
-        if let Some(read) = fast::event(bytes, slot) {
+        if let Some(read) = fast::event(bytes, slot, keys) {
             return Ok(read);
         }
         let ((), n) = chunked::parse_seed(bytes, EventSlot(slot))?;

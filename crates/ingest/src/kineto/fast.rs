@@ -19,7 +19,7 @@
 //! element of the fixtures' traces (alone, and in order with one [`Keys`]) and on a list of
 //! hard cases (the tests below), by the `kineto_event` fuzz target ([`agrees`] on one event,
 //! twice, the second time with its keys seen), and by the `kineto` target on every element its
-//! ingests read, with the worker's keys (`cfg(fuzzing)` in [`super::EventParser`]).
+//! ingests read, with its piece's keys (`cfg(fuzzing)` in [`super::EventParser`]).
 
 use std::borrow::Cow;
 
@@ -97,7 +97,8 @@ impl Default for Keys {
 }
 
 impl Keys {
-    /// The level of an event's `args`, by its category: their keys go by it.
+    /// The level of the keys of an object that go by `what`: an event's `args` by its
+    /// category, the rest of an event that is not `X` by its phase.
     fn level_of(cat: &[u8]) -> u64 {
         let head = cat.iter().take(7).fold(0u64, |h, &b| h << 8 | u64::from(b));
         1 << 60 | head ^ (cat.len() as u64) << 56
@@ -212,8 +213,8 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    /// Skips whitespace: one byte, the usual case, at a time, then 16 at a time (the
-    /// indentation of a pretty-printed trace, a fifth of its bytes).
+    /// Skips whitespace: the first two bytes one at a time (most runs are one byte or none),
+    /// then 16 at a time (the indentation of a pretty-printed trace, a fifth of its bytes).
     #[inline(always)]
     fn ws(&mut self) {
         if !self.b.get(self.i).is_some_and(|&b| is_ws(b)) {
@@ -474,8 +475,9 @@ impl<'a> Cursor<'a> {
 
     /// The usual `ts` and `dur` (`4448858854397.011`: a first digit of 1–9, at most 15
     /// integer digits, a fraction or none, no exponent) in ns, in one pass: what
-    /// [`Self::number`] then [`micros_text_to_ns`] give, from the same bytes. `None`, having
-    /// taken nothing, for any other number and for text that is not one.
+    /// [`Self::number`] then [`micros_text_to_ns`] give, taking the same bytes (and, as
+    /// they, not what follows the number). `None`, having taken nothing, for any other number
+    /// and for text that is not one.
     #[inline(always)]
     fn plain_micros(&mut self) -> Option<i64> {
         let b = self.b;
@@ -714,7 +716,7 @@ fn is_ws(b: u8) -> bool {
 
 /// Bit masks of 16 bytes, the first byte lowest: SSE2's compares where there is SSE2 (every
 /// x86-64 processor), else a byte at a time.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[allow(unsafe_code)]
 mod mask {
     use std::arch::x86_64::{
@@ -779,7 +781,7 @@ mod mask {
 
 /// The same masks a byte at a time: where there is no SSE2, and for the tests, which hold the
 /// two alike.
-#[cfg(any(test, not(target_arch = "x86_64")))]
+#[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
 mod bytewise {
     #[inline(always)]
     fn bits(bytes: &[u8; 16], hit: impl Fn(u8) -> bool) -> u32 {
@@ -803,7 +805,7 @@ mod bytewise {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 use bytewise as mask;
 
 /// How many bytes of whitespace `s` starts with: 16 at a time.
@@ -1051,7 +1053,8 @@ mod tests {
     #[test]
     fn the_vector_masks_are_the_bytewise_ones() {
         let picks = [
-            b' ', b'\n', b'\r', b'\t', b'"', b'\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff, b'a',
+            b' ', b'\n', b'\r', b'\t', b'"', b'\\', 0x00, 0x01, 0x08, 0x0b, 0x0c, 0x1e, 0x1f, 0x20,
+            0x21, 0x7f, 0x80, 0xff, b'a',
         ];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = || {

@@ -99,9 +99,12 @@ impl Default for Keys {
 impl Keys {
     /// The level of the keys of an object that go by `what`: an event's `args` by its
     /// category, the rest of an event that is not `X` by its phase.
-    fn level_of(cat: &[u8]) -> u64 {
-        let head = cat.iter().take(7).fold(0u64, |h, &b| h << 8 | u64::from(b));
-        1 << 60 | head ^ (cat.len() as u64) << 56
+    fn level_of(what: &[u8]) -> u64 {
+        let head = what
+            .iter()
+            .take(7)
+            .fold(0u64, |h, &b| h << 8 | u64::from(b));
+        1 << 60 | head ^ (what.len() as u64) << 56
     }
 
     /// The slot for what follows `key` in an object at `level`: a hash of its length and of

@@ -1,11 +1,18 @@
 # Issue 15: the kineto (differential) and nsys fuzz targets on the GPU host's cores.
 # usage: fuzz-host.sh SECONDS_KINETO SECONDS_NSYS  (binaries: .gpuc/fz-{kineto,nsys}.xz, stripped)
 # or TARGETS="gunzip:300" fuzz-host.sh: any targets, each with its seconds. Seeds: the committed
-# corpus, and .gpuc/corp-<t>/ where it exists (a corpus carried from this machine).
+# corpus, and .gpuc/corp-<t>/ where it exists (a corpus carried from this machine), or
+# .gpuc/corp-<t>.tar.xz holding a folder <t>/ (thousands of small files carry far smaller so):
+#   tar -C /tmp/fz -cf - kineto | xz -T2 -6 > .gpuc/corp-kineto.tar.xz
 set -u
 R=$PWD; J=$(nproc)
 TARGETS=${TARGETS:-"kineto:${1:-180} nsys:${2:-120}"}
-for tt in $TARGETS; do t=${tt%%:*}; xz -dc .gpuc/fz-$t.xz > /tmp/fz-$t && chmod +x /tmp/fz-$t; done
+for tt in $TARGETS; do
+  t=${tt%%:*}; xz -dc .gpuc/fz-$t.xz > /tmp/fz-$t && chmod +x /tmp/fz-$t
+  if [ -f .gpuc/corp-$t.tar.xz ] && [ ! -d .gpuc/corp-$t ]; then
+    mkdir -p /tmp/corp && tar -C /tmp/corp -xJf .gpuc/corp-$t.tar.xz && mv /tmp/corp/$t .gpuc/corp-$t
+  fi
+done
 run() {
   t=$1; secs=$2; dict=""; [ -f $R/tests/fuzz/$t.dict ] && dict="-dict=$R/tests/fuzz/$t.dict"
   rm -rf /tmp/c-$t /tmp/a-$t; mkdir -p /tmp/c-$t /tmp/a-$t; cd /tmp/a-$t

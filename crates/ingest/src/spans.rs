@@ -37,6 +37,8 @@ pub enum Kind {
     Seam,
     /// The converter's thread applies a piece's launches and GPU ops.
     Convert,
+    /// The operator walk's thread walks a piece's calls (`LiveWalk`).
+    Walk,
     /// The calling thread waits for room in the converter's queue.
     WaitConverter,
     /// A parse worker waits for a piece to parse.
@@ -87,6 +89,7 @@ impl Kind {
             Kind::Merge => "merge",
             Kind::Seam => "seam",
             Kind::Convert => "convert",
+            Kind::Walk => "walk",
             Kind::WaitConverter => "wait-converter",
             Kind::WaitJob => "wait-job",
             Kind::WaitGate => "wait-gate",
@@ -276,6 +279,7 @@ mod tests {
             Kind::Merge,
             Kind::Seam,
             Kind::Convert,
+            Kind::Walk,
             Kind::WaitConverter,
             Kind::WaitJob,
             Kind::WaitGate,

@@ -37,7 +37,7 @@ use crate::SourceFacts;
 mod fast;
 mod operators;
 
-use operators::{CallLog, DeviceTimes, Pairs, PieceCalls};
+use operators::{CallLog, DeviceTimes, LiveWalk, Pairs, PieceCalls};
 pub use operators::{OperatorCalls, TraceOperators};
 
 /// The gzip windows held at once, up to 1 GB of trace: 1/32 of the inflated trace, between 2
@@ -137,6 +137,7 @@ fn read_chunked(
         diags,
         strings,
         calls,
+        walk,
         annotations,
         probes,
         shapes,
@@ -183,6 +184,10 @@ fn read_chunked(
                 runtime_ext
             },
             device,
+            live: match walk {
+                ToWalk::Here(walk) => Some(*walk),
+                ToWalk::Thread(_) => None,
+            },
         },
         inferred,
     })
@@ -207,7 +212,8 @@ fn read_events<'c, 'd>(
     // The converter, lent to its thread while the trace is read.
     let slot = Mutex::new(conv);
     let (doc, sink, here) = std::thread::scope(|s| {
-        let mut sink = Sink::new(to_converter(s, &slot, chunking.workers), diags);
+        let (walk, walking) = to_walk(s, chunking.workers);
+        let mut sink = Sink::new(to_converter(s, &slot, chunking.workers), walk, diags);
         let doc = chunked::read(
             win,
             chunking,
@@ -223,6 +229,15 @@ fn read_events<'c, 'd>(
             ToConverter::Here(conv) => Some(conv),
             _ => None,
         };
+        // The same for the walk's thread, which gives back the walk and the calls.
+        if let Some(handle) = walking {
+            sink.walk = ToWalk::Here(Box::default());
+            let (walk, calls) = handle
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            sink.walk = ToWalk::Here(Box::new(walk));
+            sink.calls = calls;
+        }
         (doc, sink, here)
     });
     let conv = here.or_else(|| slot.into_inner().unwrap_or_else(|e| e.into_inner()));
@@ -302,7 +317,7 @@ pub fn read_whole_and_in_pieces(path: &Path) -> (String, String) {
             Ok(input) => {
                 let parts = conv.finish(&mut diags);
                 let (facts, inferred) = (&input.facts, &input.inferred);
-                let ops = input.calls.operators();
+                let ops = input.calls.operators_checked();
                 format!(
                     "{parts:?}\n{facts:?}\n{inferred:?}\n{ops:?}\n{:?}",
                     diags.finish()
@@ -1148,7 +1163,7 @@ impl Shapes {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Annotation {
     thread: u32,
     tid: u64,
@@ -1528,8 +1543,10 @@ struct Sink<'c, 'd> {
     diags: &'d mut Diagnostics,
     strings: Interner,
     threads: HashMap<(IdKey, IdKey), u32>,
-    /// The `cpu_op` calls, piece by piece.
+    /// The `cpu_op` calls, piece by piece (on the walk's thread while it has them).
     calls: Vec<PieceCalls>,
+    /// The operator table's walk, made here or on its thread ([`to_walk`]).
+    walk: ToWalk,
     annotations: Vec<Annotation>,
     probes: Vec<ShapeProbe>,
     shapes: Shapes,
@@ -1541,13 +1558,14 @@ struct Sink<'c, 'd> {
 }
 
 impl<'c, 'd> Sink<'c, 'd> {
-    fn new(conv: ToConverter<'c>, diags: &'d mut Diagnostics) -> Self {
+    fn new(conv: ToConverter<'c>, walk: ToWalk, diags: &'d mut Diagnostics) -> Self {
         Sink {
             conv,
             diags,
             strings: Interner::default(),
             threads: HashMap::default(),
             calls: Vec::new(),
+            walk,
             annotations: Vec::new(),
             probes: Vec::new(),
             shapes: Shapes::default(),
@@ -1574,12 +1592,14 @@ impl<'c, 'd> Sink<'c, 'd> {
             .collect();
         let thread = |t: u32| threads[t as usize];
         let name = |n: u32| names[n as usize];
-        self.annotations
-            .extend(b.annotations.into_iter().map(|a| Annotation {
+        let annotations: Vec<Annotation> = (b.annotations.into_iter())
+            .map(|a| Annotation {
                 thread: thread(a.thread),
                 name: name(a.name),
                 ..a
-            }));
+            })
+            .collect();
+        self.annotations.extend_from_slice(&annotations);
         let shapes: Vec<u32> = (b.shapes.list.into_iter())
             .map(|d| self.shapes.intern(d))
             .collect();
@@ -1612,15 +1632,69 @@ impl<'c, 'd> Sink<'c, 'd> {
             }
             ToConverter::None => {}
         }
-        if b.ops.len() > 0 {
+        let calls = (b.ops.len() > 0).then(|| {
             let mut log = b.ops;
             log.compact();
-            self.calls.push(PieceCalls {
+            PieceCalls {
                 log,
                 threads,
                 names,
-            });
+            }
+        });
+        match &mut self.walk {
+            ToWalk::Here(walk) => {
+                walk.take(&annotations, calls.as_ref());
+                self.calls.extend(calls);
+            }
+            // A walk thread that is gone panicked: joining it reports it.
+            ToWalk::Thread(tx) => {
+                if calls.is_some() || !annotations.is_empty() {
+                    drop(tx.send((annotations, calls)));
+                }
+            }
         }
+    }
+}
+
+/// Where a piece's annotations and calls go to be walked: to the walk here, or to its thread.
+enum ToWalk {
+    Here(Box<LiveWalk>),
+    Thread(mpsc::SyncSender<(Vec<Annotation>, Option<PieceCalls>)>),
+}
+
+/// Pieces sent ahead to the operator walk's thread.
+const WALK_AHEAD: usize = 16;
+
+/// The operator table's walk ([`LiveWalk`]) on a thread of its own, which gives back the walk
+/// and the calls it was sent once the sender is dropped; `None` with fewer than four workers,
+/// or no thread: then the calling thread walks each piece as it merges it.
+#[allow(clippy::type_complexity)]
+fn to_walk<'s>(
+    s: &'s std::thread::Scope<'s, '_>,
+    workers: usize,
+) -> (
+    ToWalk,
+    Option<std::thread::ScopedJoinHandle<'s, (LiveWalk, Vec<PieceCalls>)>>,
+) {
+    let here = || ToWalk::Here(Box::default());
+    if workers < 4 {
+        return (here(), None);
+    }
+    let (tx, rx) = mpsc::sync_channel::<(Vec<Annotation>, Option<PieceCalls>)>(WALK_AHEAD);
+    let spawned = std::thread::Builder::new()
+        .name("operators".into())
+        .spawn_scoped(s, move || {
+            let (mut walk, mut calls) = (LiveWalk::default(), Vec::new());
+            for (annotations, piece) in rx {
+                let _walking = crate::spans::span(crate::spans::Kind::Walk, 0);
+                walk.take(&annotations, piece.as_ref());
+                calls.extend(piece);
+            }
+            (walk, calls)
+        });
+    match spawned {
+        Ok(handle) => (ToWalk::Thread(tx), Some(handle)),
+        Err(_) => (here(), None),
     }
 }
 

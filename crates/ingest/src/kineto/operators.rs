@@ -8,9 +8,13 @@
 //! operator's row. Profilers write each thread's calls by start, parents first; a trace that
 //! does not is decoded into 32-byte [`CpuOp`]s and sorted first, with the same result.
 
+mod live;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use llmprof_bundle::{Operator, OperatorStage};
+
+pub(super) use live::LiveWalk;
 
 use super::Annotation;
 use crate::convert::span;
@@ -25,10 +29,12 @@ pub struct OperatorCalls {
     pub(super) device: DeviceTimes,
     /// (correlation id, External id of the launching runtime call), in file order.
     pub(super) runtime_ext: Pairs,
+    /// The table walked while the trace was read, its device time still to add.
+    pub(super) live: Option<LiveWalk>,
 }
 
 /// The operator table of a trace.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct TraceOperators {
     /// Heaviest on the device first; `by_stage[].stage` indexes `stage_names` until
     /// [`crate::resolve_operator_stages`] maps it to bundle stage ids.
@@ -316,18 +322,32 @@ impl DeviceTimes {
 
 impl OperatorCalls {
     /// Aggregates the calls per operator name; see the bundle docs for self vs inclusive
-    /// columns.
-    pub fn operators(self) -> TraceOperators {
+    /// columns. The walk made while the trace was read gives the table where it applies;
+    /// otherwise the calls are walked now.
+    pub fn operators(mut self) -> TraceOperators {
+        if let Some(live) = self.live.take() {
+            if let Some(table) =
+                live.finish(&self.strings, &self.calls, &self.device, &self.runtime_ext)
+            {
+                return table;
+            }
+        }
+        self.walked()
+    }
+
+    /// The table from the calls kept, walked now.
+    fn walked(self) -> TraceOperators {
         let OperatorCalls {
             strings,
             calls,
             annotations,
             device,
             runtime_ext,
+            live: _,
         } = self;
         let mut order = NestingOrder::default();
         let all = each_call(&calls).inspect(|(_, op)| order.see(op));
-        let device = DeviceTable::new(device, runtime_ext, all);
+        let device = DeviceTable::new(&device, &runtime_ext, all);
         let walk = Walk::new(&annotations, &device);
         let table = if order.holds() {
             walk.in_file_order(into_calls(calls))
@@ -336,6 +356,21 @@ impl OperatorCalls {
             walk.sorted(&ops)
         };
         table.finish(&strings)
+    }
+
+    /// The table both ways, asserted equal where the walk made while reading applies (for
+    /// tests and the `kineto` fuzz target).
+    #[doc(hidden)]
+    pub fn operators_checked(mut self) -> TraceOperators {
+        let live = self
+            .live
+            .take()
+            .and_then(|l| l.finish(&self.strings, &self.calls, &self.device, &self.runtime_ext));
+        let walked = self.walked();
+        if let Some(live) = live {
+            assert_eq!(live, walked, "the walk made while reading differs");
+        }
+        walked
     }
 }
 
@@ -347,8 +382,7 @@ struct DeviceTable {
     /// Per entry of `sums`: GPU ops, and the owning call ([`NO_OWNER`] for none).
     ops: Vec<u32>,
     owner: Vec<u32>,
-    /// The last entry found: calls come roughly in External id order, so the next lookup is
-    /// usually this one or the next.
+    /// The last entry found ([`position_near`]).
     finger: std::cell::Cell<usize>,
 }
 
@@ -375,55 +409,61 @@ fn count_runs(pairs: impl Iterator<Item = (i64, i64)>) -> usize {
     pairs.filter(|&(k, _)| last.replace(k) != Some(k)).count()
 }
 
+/// Device time and GPU ops per External id, sorted by id. Runs of one id (a CUDA graph's
+/// kernels share their launch's) are summed as they come, so a graph replay's thousands of
+/// kernels take one entry, not one each.
+fn device_sums(times: &DeviceTimes, runtime_ext: &Pairs) -> (Vec<(i64, u64)>, Vec<u32>) {
+    let ext_of = if times.by_correlation.is_empty() {
+        Vec::new()
+    } else {
+        last_per_key(runtime_ext.iter().collect())
+    };
+    let pairs = || {
+        let by_correlation = times.by_correlation.iter().filter_map(|(c, d)| {
+            let k = ext_of.binary_search_by_key(&c, |p| p.0).ok()?;
+            Some((ext_of[k].1, d))
+        });
+        times.by_ext.iter().chain(by_correlation)
+    };
+    let mut runs: Vec<Run> = Vec::with_capacity(count_runs(pairs()));
+    for (ext, dur) in pairs() {
+        match runs.last_mut() {
+            Some(r) if r.ext == ext => r.add(dur as u64, 1),
+            _ => runs.push(Run {
+                ext,
+                dur: dur as u64,
+                ops: 1,
+            }),
+        }
+    }
+    runs.sort_unstable_by_key(|r| r.ext);
+    // One entry per id, summed in place.
+    let mut kept = 0;
+    for i in 0..runs.len() {
+        let run = runs[i];
+        if kept > 0 && runs[kept - 1].ext == run.ext {
+            runs[kept - 1].add(run.dur, run.ops);
+        } else {
+            runs[kept] = run;
+            kept += 1;
+        }
+    }
+    runs.truncate(kept);
+    (
+        runs.iter().map(|r| (r.ext, r.dur)).collect(),
+        runs.iter().map(|r| r.ops).collect(),
+    )
+}
+
 impl DeviceTable {
     fn new(
-        times: DeviceTimes,
-        runtime_ext: Pairs,
+        times: &DeviceTimes,
+        runtime_ext: &Pairs,
         calls: impl Iterator<Item = (u32, CpuOp)>,
     ) -> Self {
-        let ext_of = if times.by_correlation.is_empty() {
-            Vec::new()
-        } else {
-            last_per_key(runtime_ext.iter().collect())
-        };
-        let pairs = || {
-            let by_correlation = times.by_correlation.iter().filter_map(|(c, d)| {
-                let k = ext_of.binary_search_by_key(&c, |p| p.0).ok()?;
-                Some((ext_of[k].1, d))
-            });
-            times.by_ext.iter().chain(by_correlation)
-        };
-        // Runs of one id (a CUDA graph's kernels share their launch's) are summed as they
-        // come, so a graph replay's thousands of kernels take one entry, not one each.
-        let mut runs: Vec<Run> = Vec::with_capacity(count_runs(pairs()));
-        for (ext, dur) in pairs() {
-            match runs.last_mut() {
-                Some(r) if r.ext == ext => r.add(dur as u64, 1),
-                _ => runs.push(Run {
-                    ext,
-                    dur: dur as u64,
-                    ops: 1,
-                }),
-            }
-        }
-        runs.sort_unstable_by_key(|r| r.ext);
-        // One entry per id, summed in place.
-        let mut kept = 0;
-        for i in 0..runs.len() {
-            let run = runs[i];
-            if kept > 0 && runs[kept - 1].ext == run.ext {
-                runs[kept - 1].add(run.dur, run.ops);
-            } else {
-                runs[kept] = run;
-                kept += 1;
-            }
-        }
-        runs.truncate(kept);
-        let sums: Vec<(i64, u64)> = runs.iter().map(|r| (r.ext, r.dur)).collect();
-        let ops: Vec<u32> = runs.iter().map(|r| r.ops).collect();
-        drop(runs);
+        let (sums, ops) = device_sums(times, runtime_ext);
         let mut table = DeviceTable {
-            owner: vec![NO_OWNER; kept],
+            owner: vec![NO_OWNER; sums.len()],
             sums,
             ops,
             finger: Default::default(),
@@ -437,12 +477,7 @@ impl DeviceTable {
     }
 
     fn position(&self, ext: i64) -> Option<usize> {
-        let f = self.finger.get();
-        let near = (f..self.sums.len().min(f + 2)).find(|&k| self.sums[k].0 == ext);
-        let k = match near {
-            Some(k) => k,
-            None => self.sums.binary_search_by_key(&ext, |e| e.0).ok()?,
-        };
+        let k = position_near(&self.sums, ext, self.finger.get())?;
         self.finger.set(k);
         Some(k)
     }
@@ -454,6 +489,17 @@ impl DeviceTable {
             (self.owner[k] == i).then_some((self.sums[k].1, u64::from(self.ops[k])))
         });
         owned.unwrap_or((0, 0))
+    }
+}
+
+/// Where `ext` is in `sums` (sorted by id), looked for first at `finger` and just after it:
+/// calls come roughly in External id order, so the next lookup is usually the last one's entry
+/// or the next.
+fn position_near(sums: &[(i64, u64)], ext: i64, finger: usize) -> Option<usize> {
+    let near = (finger..sums.len().min(finger + 2)).find(|&k| sums[k].0 == ext);
+    match near {
+        Some(k) => Some(k),
+        None => sums.binary_search_by_key(&ext, |e| e.0).ok(),
     }
 }
 
@@ -766,11 +812,7 @@ mod tests {
         /// The table from the file-order walk (`None` when the calls are out of order) and
         /// from the sorted one.
         fn both_ways(&self) -> (Option<TraceOperators>, TraceOperators) {
-            let device = DeviceTable::new(
-                self.device.clone(),
-                self.runtime_ext.clone(),
-                each_call(&self.calls),
-            );
+            let device = DeviceTable::new(&self.device, &self.runtime_ext, each_call(&self.calls));
             let walk = Walk::new(&self.annotations, &device);
             let mut order = NestingOrder::default();
             each_call(&self.calls).for_each(|(_, op)| order.see(&op));
@@ -856,6 +898,7 @@ mod tests {
                     p.push(90, 3);
                     p
                 },
+                live: None,
             }
         };
         let (streamed, in_order) = calls(&[0, 1, 2]).both_ways();

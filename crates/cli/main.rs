@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    alloc::return_large_blocks_when_freed();
+    alloc::configure();
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Ingest(a) => a.into_config().and_then(ingest_cmd::run),

@@ -11,24 +11,41 @@
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 128 << 10;
 
-/// The most heaps (arenas) glibc keeps. By default a thread that finds the heaps busy gets one
-/// of its own, up to 8 per core, and each keeps the memory its thread freed: an ingest's 25 or
-/// so threads (parse and `gunzip` workers, the converter's, the operator walk's) left 4–5 MiB
-/// more at the anonymous peak of a 1 GB `.gz` trace than with 8 heaps shared among them, and
-/// were no faster (PERFORMANCE.md, session 43). The workers reuse their buffers, so they
-/// seldom allocate at once; 4 heaps saved a MiB more and read the plain trace slower.
+/// The most heaps (arenas) glibc keeps for [`Heaps::Few`]. By default a thread that finds the
+/// heaps busy gets one of its own, up to 8 per core, and each keeps the memory its thread
+/// freed: an ingest's 25 or so threads (parse and `gunzip` workers, the converter's, the
+/// operator walk's) left 4–5 MiB more at the anonymous peak of a 1 GB `.gz` trace than with 8
+/// heaps shared among them, and were no faster (PERFORMANCE.md, sessions 43–44). The workers
+/// reuse their buffers, so they seldom allocate at once; 4 heaps saved a MiB more and read the
+/// plain trace slower, 16 kept 1–3 MiB of the 4–5.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const ARENA_MAX: libc::c_int = 8;
 
-/// Sets [`MMAP_THRESHOLD`] and [`ARENA_MAX`] (glibc only; elsewhere the allocator is left as
-/// it is).
-pub fn configure() {
+/// How a command's threads share the allocator's heaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heaps {
+    /// A few heaps ([`ARENA_MAX`]) for all of them: ingest, whose workers reuse their buffers
+    /// and whose memory the scale targets bound.
+    Few,
+    /// glibc's default. The site build renders pages on every core and allocates all the
+    /// time: with 8 heaps it took 20–23% more CPU time on a 16-core host for the same wall
+    /// time and no less memory (PERFORMANCE.md, session 44).
+    Default,
+}
+
+/// Sets [`MMAP_THRESHOLD`], and [`ARENA_MAX`] where `heaps` asks for few (glibc only;
+/// elsewhere the allocator is left as it is).
+pub fn configure(heaps: Heaps) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` changes one malloc tunable and is thread-safe; it is called first
-    // thing in `main`, before any other thread starts.
+    // SAFETY: `mallopt` changes one malloc tunable and is thread-safe; it is called in `main`
+    // once the flags are parsed, before any other thread starts.
     #[allow(unsafe_code)]
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-        libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX);
+        if heaps == Heaps::Few {
+            libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX);
+        }
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = heaps;
 }

@@ -20,8 +20,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    alloc::configure();
     let cli = args::Cli::parse();
+    alloc::configure(match cli.command {
+        args::Command::Ingest(_) | args::Command::Capture(_) => alloc::Heaps::Few,
+        _ => alloc::Heaps::Default,
+    });
     let result = match cli.command {
         args::Command::Ingest(a) => a.into_config().and_then(ingest_cmd::run),
         args::Command::Merge(a) => ranks_cmd::merge(a),

@@ -24,13 +24,13 @@ const ARENA_MAX: libc::c_int = 8;
 /// How a command's threads share the allocator's heaps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Heaps {
-    /// A few heaps ([`ARENA_MAX`]) for all of them: ingest, whose workers reuse their buffers
-    /// and whose memory the scale targets bound.
+    /// A few heaps ([`ARENA_MAX`]) for all of them: `ingest` (and `capture`, which ingests
+    /// its passes), whose workers reuse their buffers and whose memory the scale targets bound.
     Few,
-    /// glibc's default. The site build renders pages on every core and allocates all the
-    /// time: with 8 heaps it took 20–23% more CPU time on a 16-core host for the same wall
-    /// time and no less memory (PERFORMANCE.md, session 44).
-    Default,
+    /// As many as glibc gives by default, up to 8 a core. The site build renders pages on
+    /// every core and allocates all the time: with 8 heaps it took 20–23% more CPU time on a
+    /// 16-core host for the same wall time and no less memory (PERFORMANCE.md, session 44).
+    Many,
 }
 
 /// Sets [`MMAP_THRESHOLD`], and [`ARENA_MAX`] where `heaps` asks for few (glibc only;

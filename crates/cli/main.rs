@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     let cli = args::Cli::parse();
     alloc::configure(match cli.command {
         args::Command::Ingest(_) | args::Command::Capture(_) => alloc::Heaps::Few,
-        _ => alloc::Heaps::Default,
+        _ => alloc::Heaps::Many,
     });
     let result = match cli.command {
         args::Command::Ingest(a) => a.into_config().and_then(ingest_cmd::run),
